@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# tern: build the kernel modules (kbuild, out of tree) and the userspace
+# tools; run the checks and the guest test lane.
+#
+#   make               modules + tools for the selected kernel
+#   make check         deps, -Werror W=1 build, checkpatch, sparse, selftests
+#   make demo          the block device demo in the guest
+#   make deps          install what the above need (idempotent)
+#   make install       modules_install + tools into DESTDIR/PREFIX
+#
+# Kernel selection: KDIR= wins; else the running kernel's build directory;
+# else the pinned Debian headers (linux-headers-$(KSERIES)-amd64).
+
+KSERIES ?= 6.12
+TERN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tern
+export TERN_CACHE KSERIES
+
+SRC := $(CURDIR)
+BUILD ?= $(SRC)/build
+export TERN_BUILD := $(BUILD)
+
+pinned_kver = $(shell dpkg-query -W -f='$${Depends}' linux-headers-$(KSERIES)-amd64 \
+	2>/dev/null | grep -o 'linux-headers-$(KSERIES)[^ ,]*' | head -n1 | \
+	sed 's/^linux-headers-//')
+running_kdir := /lib/modules/$(shell uname -r)/build
+
+ifeq ($(KDIR),)
+ifneq ($(wildcard $(running_kdir)/Makefile),)
+KDIR := $(running_kdir)
+else
+KDIR = /usr/src/linux-headers-$(pinned_kver)
+endif
+endif
+
+# The guest always boots the pinned kernel, so the lane builds for it.
+GUEST_KDIR = /usr/src/linux-headers-$(pinned_kver)
+
+KBUILD_FLAGS := W=1
+ifneq ($(WERROR),)
+KBUILD_FLAGS += KCFLAGS=-Werror
+endif
+
+TOOL_DIRS := $(patsubst %/Makefile,%,$(wildcard tools/ternadm/Makefile \
+	tools/testing/selftests/tern/Makefile))
+
+.PHONY: all modules tools deps check demo install clean help
+
+all: modules tools
+
+modules:
+	$(MAKE) -C $(KDIR) M=$(SRC) $(KBUILD_FLAGS) modules
+
+tools:
+	@for d in $(TOOL_DIRS); do $(MAKE) -C $$d || exit 1; done
+
+deps:
+	@tools/testing/vm/deps.sh
+
+# Runs deps.sh only when something is missing: it is idempotent, but
+# apt-get's own checks are slow.
+deps-if-missing:
+	@if [ ! -s $(TERN_CACHE)/kver ] || [ ! -f $(TERN_CACHE)/checkpatch/scripts/checkpatch.pl ] || \
+	    ! command -v qemu-system-x86_64 sparse busybox fio >/dev/null || \
+	    [ -z "$(pinned_kver)" ]; then tools/testing/vm/deps.sh; fi
+
+check: deps-if-missing
+	@tools/testing/check
+
+demo: deps-if-missing
+	$(MAKE) KDIR=$(GUEST_KDIR) all
+	tools/testing/vm/run --rdma --name demo -- $(SRC)/tools/demo.sh
+
+install:
+	$(MAKE) -C $(KDIR) M=$(SRC) modules_install
+	@for d in $(TOOL_DIRS); do $(MAKE) -C $$d install || exit 1; done
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(SRC) clean
+	@for d in $(TOOL_DIRS); do $(MAKE) -C $$d clean; done
+	rm -rf $(BUILD)
+
+help:
+	@sed -n '3,13p' Makefile | sed 's/^# \{0,1\}//'
+
+print-%:
+	@echo '$($*)'

@@ -1,0 +1,103 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install what building and testing tern needs, idempotently:
+#  - Debian packages (apt-get), only when one is missing;
+#  - the guest kernel (linux-image-VERSION-unsigned), unpacked into the
+#    cache, never installed on the host, with depmod run on it;
+#  - checkpatch.pl and its data files, taken from linux-source-6.12.
+#
+# Usage: deps.sh [--print-kver]
+set -euo pipefail
+
+TERN_CACHE=${TERN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tern}
+KSERIES=${KSERIES:-6.12}
+
+packages=(
+	"linux-headers-$KSERIES-amd64" "linux-source-$KSERIES"
+	gcc make perl python3 sparse xz-utils
+	qemu-system-x86 busybox-static kmod cpio iproute2
+	fio e2fsprogs nvme-cli util-linux procps
+)
+
+log() { echo "deps: $*" >&2; }
+
+missing_packages() {
+	local p st
+	for p in "${packages[@]}"; do
+		st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+		[ "$st" = "install ok installed" ] || echo "$p"
+	done
+}
+
+install_packages() {
+	local missing
+	missing=$(missing_packages)
+	[ -n "$missing" ] || return 0
+	log "installing:" $missing
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >&2
+}
+
+# The versioned kernel the 6.12 meta-package points at, e.g. 6.12.117+deb12-amd64.
+resolve_kver() {
+	local dep
+	dep=$(dpkg-query -W -f='${Depends}' "linux-headers-$KSERIES-amd64" 2>/dev/null |
+	      grep -o "linux-headers-$KSERIES[^ ,]*" | head -n1)
+	if [ -z "$dep" ]; then
+		log "cannot resolve the linux-headers-$KSERIES-amd64 version"
+		return 1
+	fi
+	echo "${dep#linux-headers-}"
+}
+
+fetch_guest_kernel() {
+	local kver=$1 root="$TERN_CACHE/$1/root" tmp deb
+	if [ -f "$root/boot/vmlinuz-$kver" ] && [ -f "$root/lib/modules/$kver/modules.dep" ]; then
+		return 0
+	fi
+	log "fetching linux-image-$kver-unsigned into $TERN_CACHE/$kver"
+	tmp=$(mktemp -d)
+	# apt's download user must be able to write there
+	chown _apt "$tmp" 2>/dev/null || true
+	(cd "$tmp" && apt-get download -qq "linux-image-$kver-unsigned" >&2)
+	deb=$(ls "$tmp"/linux-image-*.deb)
+	rm -rf "$root"
+	mkdir -p "$root"
+	dpkg-deb -x "$deb" "$root"
+	rm -rf "$tmp"
+	depmod -b "$root" "$kver"
+}
+
+fetch_checkpatch() {
+	local dir="$TERN_CACHE/checkpatch" src="/usr/src/linux-source-$KSERIES.tar.xz"
+	[ -f "$dir/scripts/checkpatch.pl" ] && return 0
+	log "extracting checkpatch.pl from $src"
+	rm -rf "$dir.tmp"
+	mkdir -p "$dir.tmp"
+	tar -xJf "$src" -C "$dir.tmp" --strip-components=1 --wildcards \
+		"linux-source-$KSERIES/scripts/checkpatch.pl" \
+		"linux-source-$KSERIES/scripts/spelling.txt" \
+		"linux-source-$KSERIES/scripts/const_structs.checkpatch"
+	rm -rf "$dir"
+	mv "$dir.tmp" "$dir"
+}
+
+main() {
+	local kver
+	install_packages
+	kver=$(resolve_kver)
+	if [ "${1:-}" = "--print-kver" ]; then
+		echo "$kver"
+		return 0
+	fi
+	fetch_guest_kernel "$kver"
+	fetch_checkpatch
+	mkdir -p "$TERN_CACHE"
+	echo "$kver" > "$TERN_CACHE/kver"
+	log "ready: guest kernel $kver in $TERN_CACHE/$kver"
+}
+
+main "$@"
