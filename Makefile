@@ -44,7 +44,7 @@ endif
 TOOL_DIRS := $(patsubst %/Makefile,%,$(wildcard tools/ternadm/Makefile \
 	tools/testing/selftests/tern/Makefile))
 
-.PHONY: all modules tools deps check demo install clean help
+.PHONY: all modules tools deps deps-if-missing check demo install clean help
 
 all: modules tools
 
@@ -57,12 +57,8 @@ tools:
 deps:
 	@tools/testing/vm/deps.sh
 
-# Runs deps.sh only when something is missing: it is idempotent, but
-# apt-get's own checks are slow.
 deps-if-missing:
-	@if [ ! -s $(TERN_CACHE)/kver ] || [ ! -f $(TERN_CACHE)/checkpatch/scripts/checkpatch.pl ] || \
-	    ! command -v qemu-system-x86_64 sparse busybox fio >/dev/null || \
-	    [ -z "$(pinned_kver)" ]; then tools/testing/vm/deps.sh; fi
+	@tools/testing/vm/deps.sh --if-missing
 
 check: deps-if-missing
 	@tools/testing/check

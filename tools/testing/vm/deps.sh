@@ -7,7 +7,8 @@
 #    cache, never installed on the host, with depmod run on it;
 #  - checkpatch.pl and its data files, taken from linux-source-6.12.
 #
-# Usage: deps.sh [--print-kver]
+# Usage: deps.sh [--if-missing | --print-kver]
+#   --if-missing  do nothing, quickly, when everything is already there
 set -euo pipefail
 
 TERN_CACHE=${TERN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tern}
@@ -85,8 +86,20 @@ fetch_checkpatch() {
 	mv "$dir.tmp" "$dir"
 }
 
+everything_present() {
+	local kver
+	[ -z "$(missing_packages)" ] || return 1
+	kver=$(cat "$TERN_CACHE/kver" 2>/dev/null) || return 1
+	[ -f "$TERN_CACHE/$kver/root/boot/vmlinuz-$kver" ] &&
+	[ -f "$TERN_CACHE/checkpatch/scripts/checkpatch.pl" ] &&
+	[ "$(resolve_kver)" = "$kver" ]
+}
+
 main() {
 	local kver
+	if [ "${1:-}" = "--if-missing" ] && everything_present; then
+		return 0
+	fi
 	install_packages
 	kver=$(resolve_kver)
 	if [ "${1:-}" = "--print-kver" ]; then
