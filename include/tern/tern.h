@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tern messenger: kernel API for upper-layer protocols (ULPs).
+ *
+ * A ULP creates an endpoint, listens and/or connects sessions, and
+ * exchanges request/reply transactions. Data buffers live on the
+ * requester; the responder moves them with tern_pull() and tern_push().
+ * See Documentation/design.rst.
+ *
+ * Requester, in short:
+ *
+ *	ep = tern_endpoint_create(&(struct tern_endpoint_conf){ .name = "x" });
+ *	sess = tern_connect(ep, "tcp://[::1]:7447", &opts);
+ *	tern_request_init(&r->req);
+ *	r->req.front = &cmd;  r->req.front_len = sizeof(cmd);
+ *	r->req.dir = TERN_DATA_FROM_RESPONDER;
+ *	r->req.bvec = bv;  r->req.nr_bvec = n;  r->req.data_len = len;
+ *	r->req.reply_front = &rsp;  r->req.reply_front_max = sizeof(rsp);
+ *	r->req.done = my_done;	// status, reply_status, reply_*_len set
+ *	err = tern_send(sess, &r->req, 0);
+ *
+ * Responder: tern_endpoint_create() with ops, tern_listen(ep, uri); in
+ * ops->request(): tern_pull() (TO_RESPONDER) or tern_push()
+ * (FROM_RESPONDER), then tern_reply(); free pages in ops->release().
+ * Sessions are requester-to-responder only: a responder does not send
+ * requests on a session it accepted.
+ */
+#ifndef _TERN_TERN_H
+#define _TERN_TERN_H
+
+#include <linux/bits.h>
+#include <linux/types.h>
+#include <linux/bvec.h>
+#include <linux/list.h>
+#include <linux/refcount.h>
+#include <linux/socket.h>
+#include <linux/uio.h>
+#include <linux/workqueue.h>
+#include <uapi/tern/tern_wire.h>
+
+struct tern_endpoint;
+struct tern_session;
+struct tern_listener;
+struct tern_lane;
+
+/* Frame as queued on a lane; embedded in requests, replies and lanes. */
+struct tern_frame {
+	struct list_head	entry;
+	struct tern_wire_hdr	hdr;	/* seq/ack/hdr_crc filled at dequeue */
+	const void		*front;
+	const struct bio_vec	*bvec;	/* data, iterated from bvec[0] */
+	unsigned int		nr_bvec;
+	u8			kind;	/* core private: TERN_FRAME_* */
+};
+
+enum tern_data_dir {
+	TERN_DATA_NONE = 0,
+	TERN_DATA_TO_RESPONDER,		/* responder pulls (block write) */
+	TERN_DATA_FROM_RESPONDER,	/* responder pushes (block read) */
+};
+
+struct tern_request;
+typedef void (*tern_request_done_t)(struct tern_request *req);
+
+/**
+ * struct tern_request - a requester-side transaction
+ * @front: inline request payload (kernel virtual), or NULL
+ * @front_len: bytes at @front, at most the session's max_front
+ * @dir: direction of the data buffer
+ * @bvec: the requester's data buffer, iterated from bvec[0].bv_offset
+ * @nr_bvec: entries in @bvec
+ * @data_len: bytes of the buffer, at most the session's max_data
+ * @reply_front: where the reply's front is stored
+ * @reply_front_max: room at @reply_front
+ * @lane_hint: preferred lane, e.g. the blk-mq hardware queue index
+ * @done: completion callback
+ * @priv: ULP private
+ * @status: out: 0, or the messenger's error (-ETIMEDOUT after the loss
+ *	timeout, -ECANCELED, -ESHUTDOWN, -EPROTO, -ENOTCONN)
+ * @reply_status: out: the status the responder gave tern_reply()
+ * @reply_front_len: out: bytes stored at @reply_front
+ * @reply_data_len: out: bytes the responder pushed into the buffer
+ * @resends: out: times the request was sent again after a lane failure
+ *
+ * Embedded in ULP memory and initialised with tern_request_init(). The ULP
+ * fills the fields above @status, calls tern_send() and must keep @front,
+ * @bvec, the pages and @reply_front valid until @done has been called.
+ * @done runs exactly once, in process context (possibly a lane's worker,
+ * or inside tern_cancel() or tern_session_destroy()), must not block (call
+ * tern_send() from it only with TERN_SEND_NOWAIT), and the core never
+ * touches the request after it returns.
+ */
+struct tern_request {
+	const void		*front;
+	u32			front_len;
+	enum tern_data_dir	dir;
+	const struct bio_vec	*bvec;
+	unsigned int		nr_bvec;
+	u32			data_len;
+	void			*reply_front;
+	u32			reply_front_max;
+	unsigned int		lane_hint;
+	tern_request_done_t	done;
+	void			*priv;
+
+	int			status;
+	int			reply_status;
+	u32			reply_front_len;
+	u32			reply_data_len;
+	unsigned int		resends;
+
+	/* private: the core's */
+	struct tern_frame	frame;
+	struct hlist_node	hash;
+	struct list_head	backlog;
+	struct tern_session	*sess;
+	struct tern_lane	*lane;		/* lane it was last queued on */
+	struct tern_lane	*rx_lane;	/* lane receiving its reply */
+	refcount_t		ref;
+	u64			tid;
+};
+
+/**
+ * struct tern_srv_req - a responder-side transaction
+ * @sess: the session it arrived on
+ * @tid: transaction id, unique in the session; resent copies share it
+ * @resent: the requester sent this tid before (at-least-once delivery)
+ * @front: the request's front
+ * @front_len: bytes at @front
+ * @dir: direction of the requester's data buffer
+ * @data_len: size of the requester's data buffer
+ * @rx_bvec: &tern_endpoint_ops.alloc_data may point this at ULP pages
+ *	that receive TO_RESPONDER data directly (no copy in tern_pull())
+ * @rx_nr_bvec: entries in @rx_bvec
+ * @priv: ULP private
+ *
+ * Allocated by the core and handed to &tern_endpoint_ops.request. The ULP
+ * moves data with tern_pull()/tern_push() and finishes with tern_reply().
+ * Fields other than @rx_bvec, @rx_nr_bvec and @priv are read-only.
+ */
+struct tern_srv_req {
+	struct tern_session	*sess;
+	u64			tid;
+	bool			resent;
+	const void		*front;
+	u32			front_len;
+	enum tern_data_dir	dir;
+	u32			data_len;
+	struct bio_vec		*rx_bvec;
+	unsigned int		rx_nr_bvec;
+	void			*priv;
+
+	/* private: the core's */
+	struct tern_frame	frame;
+	struct list_head	entry;
+	struct tern_lane	*lane;
+	void			*front_buf;
+	void			*reply_front_buf;
+	struct bio_vec		*core_bvec;	/* core allocated rx pages */
+	unsigned int		core_nr_bvec;
+	u32			pushed_len;
+	unsigned long		state;
+	struct work_struct	work;
+};
+
+/*
+ * Requester sessions see UP, DOWN and FAILED from a work item (coalesced
+ * if they follow each other quickly). Responder sessions see UP once,
+ * before their first request, and GONE when the session is freed (after
+ * its last lane and last responder request): drop session priv there.
+ */
+enum tern_session_event {
+	TERN_SESSION_UP,	/* a lane became live */
+	TERN_SESSION_DOWN,	/* the last live lane went away */
+	TERN_SESSION_FAILED,	/* loss timeout: pending requests failed */
+	TERN_SESSION_GONE,	/* responder side session freed */
+};
+
+/**
+ * struct tern_endpoint_ops - upcalls into the ULP
+ * @request: responder: a request arrived. Process context; may sleep
+ *	briefly but should hand long work off. Must lead to tern_reply().
+ * @alloc_data: responder, optional: supply @rx_bvec/@rx_nr_bvec covering
+ *	@data_len bytes for TO_RESPONDER data. Return 0 (with or without
+ *	supplying pages; the core allocates if not) or a negative errno to
+ *	drop the lane.
+ * @release: responder, optional: the core is done with @req (reply sent
+ *	or dropped); pushed pages may be freed now.
+ * @session_event: optional: session state changes, process context.
+ */
+struct tern_endpoint_ops {
+	void	(*request)(struct tern_srv_req *req);
+	int	(*alloc_data)(struct tern_srv_req *req);
+	void	(*release)(struct tern_srv_req *req);
+	void	(*session_event)(struct tern_session *sess,
+				 enum tern_session_event ev);
+};
+
+/**
+ * struct tern_endpoint_conf - endpoint configuration
+ * @name: short name, used in debugfs and logs
+ * @ops: upcalls; may be NULL for a pure requester
+ * @priv: ULP private, see tern_endpoint_priv()
+ * @max_lanes: responder cap on lanes per session [64]
+ * @max_queue_depth: responder cap on queue depth [1024]
+ * @max_data: responder cap on data per request [4 MiB]
+ *
+ * The caps apply during negotiation; 0 selects the default in brackets.
+ */
+struct tern_endpoint_conf {
+	const char			*name;
+	const struct tern_endpoint_ops	*ops;
+	void				*priv;
+	unsigned int			max_lanes;
+	unsigned int			max_queue_depth;
+	u32				max_data;
+};
+
+/**
+ * struct tern_session_opts - requester-side session options
+ *
+ * Zero selects the default given in brackets.
+ * @nr_lanes: lanes (connections) [1], at most TERN_WIRE_MAX_LANES
+ * @queue_depth: requests in flight per session [128]
+ * @max_inflight_bytes: data bytes in flight per session [64 MiB]
+ * @max_data: largest data buffer per request [1 MiB]
+ * @data_crc: ask for crc32c over front and data
+ * @keepalive_ms: ping interval [5000]
+ * @keepalive_timeout_ms: lane dead after this much silence [15000]
+ * @reconnect_min_ms: first reconnect backoff after an immediate retry [100]
+ * @reconnect_max_ms: backoff cap [10000]
+ * @loss_timeout_ms: pending requests fail after this long without any
+ *	live lane [60000]
+ * @connect_timeout_ms: tern_connect() gives up after [10000]
+ */
+struct tern_session_opts {
+	unsigned int	nr_lanes;
+	unsigned int	queue_depth;
+	u64		max_inflight_bytes;
+	u32		max_data;
+	bool		data_crc;
+	unsigned int	keepalive_ms;
+	unsigned int	keepalive_timeout_ms;
+	unsigned int	reconnect_min_ms;
+	unsigned int	reconnect_max_ms;
+	unsigned int	loss_timeout_ms;
+	unsigned int	connect_timeout_ms;
+};
+
+/* Values negotiated with the peer. */
+struct tern_session_info {
+	u64		session_id;
+	unsigned int	nr_lanes;
+	unsigned int	queue_depth;
+	u32		max_data;
+	u32		max_front;
+	u32		features;	/* TERN_FEAT_* */
+	bool		requester;	/* we connected it */
+};
+
+/* tern_send() flags */
+#define TERN_SEND_NOWAIT	BIT(0)	/* -EAGAIN instead of waiting */
+
+struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf);
+void tern_endpoint_destroy(struct tern_endpoint *ep);
+void *tern_endpoint_priv(struct tern_endpoint *ep);
+
+struct tern_listener *tern_listen(struct tern_endpoint *ep, const char *uri);
+void tern_listener_stop(struct tern_listener *lis);
+
+struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
+				  const struct tern_session_opts *opts);
+void tern_session_destroy(struct tern_session *sess);
+void tern_session_get_info(struct tern_session *sess,
+			   struct tern_session_info *info);
+bool tern_session_live(struct tern_session *sess);
+void tern_session_set_priv(struct tern_session *sess, void *priv);
+void *tern_session_priv(struct tern_session *sess);
+
+void tern_request_init(struct tern_request *req);
+
+/**
+ * tern_request_set_data - describe the data buffer with a bvec iov_iter
+ * @req: initialised request
+ * @iter: an ITER_BVEC iterator positioned at the start of a segment
+ * @dir: direction of the data
+ *
+ * Return: 0, or -EINVAL for other iterator types or a mid-segment start
+ * (the messenger iterates the array from bvec[0].bv_offset).
+ */
+static inline int tern_request_set_data(struct tern_request *req,
+					const struct iov_iter *iter,
+					enum tern_data_dir dir)
+{
+	if (!iov_iter_is_bvec(iter) || iter->iov_offset)
+		return -EINVAL;
+	req->bvec = iter->bvec;
+	req->nr_bvec = iter->nr_segs;
+	req->data_len = iov_iter_count(iter);
+	req->dir = dir;
+	return 0;
+}
+
+int tern_send(struct tern_session *sess, struct tern_request *req,
+	      unsigned int flags);
+int tern_cancel(struct tern_request *req);
+
+typedef void (*tern_xfer_done_t)(struct tern_srv_req *req, int status);
+int tern_pull(struct tern_srv_req *req, const struct bio_vec *bvec,
+	      unsigned int nr_bvec, u32 offset, u32 len, tern_xfer_done_t done);
+int tern_push(struct tern_srv_req *req, const struct bio_vec *bvec,
+	      unsigned int nr_bvec, u32 len, tern_xfer_done_t done);
+int tern_reply(struct tern_srv_req *req, int status, const void *front,
+	       u32 front_len);
+
+int tern_parse_uri(const char *uri, char *scheme, size_t scheme_len,
+		   struct sockaddr_storage *addr);
+
+#endif /* _TERN_TERN_H */

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tern messenger: the interface between the core and a transport.
+ *
+ * A transport moves frames (header, front, data) over one connection per
+ * lane. The core owns framing, validation, CRC, sessions and resends; the
+ * transport owns its connection and worker. Contract:
+ *
+ *  - Receive: read the 48-byte header and call tern_lane_rx_header(); read
+ *    lane->rx.front_len bytes into lane->rx.front_iter and call
+ *    tern_lane_rx_front(); read lane->rx.data_len bytes into
+ *    lane->rx.data_iter and call tern_lane_rx_done(). Any negative return
+ *    means: stop and call tern_lane_error().
+ *  - Transmit: tern_lane_tx_next() hands out the next frame; send header,
+ *    front and data, then call tern_lane_tx_done(). The core pokes the
+ *    transport with ->kick() when frames are queued.
+ *  - All these calls come from one context per lane at a time (the lane's
+ *    worker), in process context.
+ *  - ->shutdown() is synchronous: once it returns the transport makes no
+ *    further calls for that lane.
+ *
+ * Data of TO_RESPONDER requests and FROM_RESPONDER replies travels inline
+ * after the front (stream transports). A transport with remote memory
+ * access (RDMA) will need hooks to register the requester's buffer and to
+ * move data on tern_pull()/tern_push(); they are not defined yet.
+ */
+#ifndef _TERN_TRANSPORT_H
+#define _TERN_TRANSPORT_H
+
+#include <linux/module.h>
+#include <linux/socket.h>
+#include <linux/uio.h>
+#include <tern/tern.h>
+
+/* Receive state of a lane, filled by the core for the transport. */
+struct tern_lane_rx {
+	struct tern_wire_hdr	hdr;
+	u32			front_len;
+	struct iov_iter		front_iter;
+	u32			data_len;
+	struct iov_iter		data_iter;
+	/* core private */
+	struct kvec		front_kvec;
+	struct tern_request	*req;		/* reply being received */
+	struct tern_srv_req	*sreq;		/* request being received */
+	bool			discard;	/* late duplicate reply */
+};
+
+/* The part of a lane visible to transports. */
+struct tern_lane {
+	void				*tpriv;	/* transport private */
+	const struct tern_transport_ops	*tops;
+	struct tern_lane_rx		rx;
+	/* the rest is private to the core, see net/tern_core.h */
+};
+
+struct tern_listener {
+	void				*tpriv;
+	const struct tern_transport_ops	*tops;
+	struct sockaddr_storage		addr;
+	/* core private */
+	struct tern_endpoint		*ep;
+	struct list_head		entry;
+};
+
+/**
+ * struct tern_transport_ops - a transport registered with the core
+ * @entry: the core's registry list
+ * @name: URI scheme ("tcp", "rdma"); the module should carry
+ *	MODULE_ALIAS("tern-transport-<name>") so the core can load it
+ * @owner: THIS_MODULE; the core holds a module reference per lane and
+ *	per listener, so the transport cannot unload under them.
+ * @listen: start accepting on @lis->addr. Accepted connections become
+ *	lanes through tern_lane_accept().
+ * @stop_listen: stop accepting; synchronous.
+ * @connect: connect @lane to @addr; may sleep (called from a work item).
+ *	On success the lane's I/O is running.
+ * @kick: frames were queued on @lane; any context.
+ * @shutdown: stop the lane's I/O and free transport state; synchronous,
+ *	process context.
+ */
+struct tern_transport_ops {
+	struct list_head	entry;
+	const char		*name;
+	struct module		*owner;
+	int	(*listen)(struct tern_listener *lis);
+	void	(*stop_listen)(struct tern_listener *lis);
+	int	(*connect)(struct tern_lane *lane,
+			   const struct sockaddr_storage *addr);
+	void	(*kick)(struct tern_lane *lane);
+	void	(*shutdown)(struct tern_lane *lane);
+};
+
+int tern_transport_register(struct tern_transport_ops *ops);
+void tern_transport_unregister(struct tern_transport_ops *ops);
+
+/* Accept path: create a lane for a new connection on @lis. */
+struct tern_lane *tern_lane_accept(struct tern_listener *lis,
+				   const struct sockaddr_storage *peer);
+/* The transport's state is set up (tpriv valid): start the handshake. */
+void tern_lane_start(struct tern_lane *lane);
+/* Accept path failed after tern_lane_accept(): free the lane. */
+void tern_lane_abort(struct tern_lane *lane);
+
+int tern_lane_rx_header(struct tern_lane *lane);
+int tern_lane_rx_front(struct tern_lane *lane);
+int tern_lane_rx_done(struct tern_lane *lane);
+
+struct tern_frame *tern_lane_tx_next(struct tern_lane *lane);
+void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame);
+bool tern_lane_tx_pending(struct tern_lane *lane);
+
+/* The connection failed (@err < 0) or closed (@err == 0). */
+void tern_lane_error(struct tern_lane *lane, int err);
+
+/* Frame helpers for transports. */
+static inline u32 tern_frame_front_len(const struct tern_frame *f)
+{
+	return le32_to_cpu(f->hdr.front_len);
+}
+
+static inline u32 tern_frame_data_len(const struct tern_frame *f)
+{
+	return le32_to_cpu(f->hdr.data_len);
+}
+
+const char *tern_lane_name(struct tern_lane *lane);
+
+#endif /* _TERN_TRANSPORT_H */

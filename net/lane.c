@@ -1,0 +1,793 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern messenger core: lanes, framing and frame validation.
+ *
+ * A lane is one transport connection. The transport's per-lane worker
+ * drives both directions through tern_lane_rx_*() and tern_lane_tx_*();
+ * the core validates every header field before it is used, sizes the
+ * receive buffers and dispatches complete frames.
+ *
+ * Locking: lane->tx_lock protects tx_queue, tx_cur, the *_queued flags and
+ * tx_closed. Receive state (lane->pub.rx, rx_seq, last_rx) belongs to the
+ * transport worker. Teardown runs from a core work item: it closes the
+ * transmit side, has the transport stop synchronously, cancels the
+ * keepalive work and only then hands queued frames back to the session.
+ * Lifetime: kref; the creator's reference is dropped by teardown, the
+ * teardown work, server requests and session slots-in-use hold others.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/crc32c.h>
+#include <linux/highmem.h>
+#include <linux/jiffies.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include "tern_core.h"
+
+static void tern_lane_teardown_work(struct work_struct *work);
+static void tern_lane_ka_work(struct work_struct *work);
+
+static void tern_frame_init(struct tern_frame *f, u8 kind)
+{
+	memset(f, 0, sizeof(*f));
+	INIT_LIST_HEAD(&f->entry);
+	f->kind = kind;
+}
+
+static void tern_ctrl_frame_init(struct tern_frame *f, u8 type)
+{
+	tern_frame_init(f, TERN_FRAME_CTRL);
+	f->hdr.magic = cpu_to_le32(TERN_WIRE_MAGIC);
+	f->hdr.version = TERN_WIRE_VERSION;
+	f->hdr.type = type;
+}
+
+struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
+				       const struct tern_transport_ops *tops,
+				       bool requester)
+{
+	struct tern_core_lane *cl;
+
+	cl = kzalloc(sizeof(*cl), GFP_KERNEL);
+	if (!cl)
+		return NULL;
+	kref_init(&cl->ref);
+	cl->ep = ep;
+	cl->pub.tops = tops;
+	cl->requester = requester;
+	cl->state = TERN_LANE_CONNECTING;
+	cl->max_front = sizeof(struct tern_wire_hello);
+	cl->max_data = 0;
+	spin_lock_init(&cl->tx_lock);
+	INIT_LIST_HEAD(&cl->tx_queue);
+	INIT_LIST_HEAD(&cl->ep_entry);
+	INIT_DELAYED_WORK(&cl->ka_work, tern_lane_ka_work);
+	INIT_WORK(&cl->teardown_work, tern_lane_teardown_work);
+	tern_ctrl_frame_init(&cl->hello_frame, requester ? TERN_WIRE_HELLO :
+			     TERN_WIRE_HELLO_ACK);
+	cl->hello_frame.front = &cl->hello_tx;
+	cl->hello_frame.hdr.front_len = cpu_to_le32(sizeof(cl->hello_tx));
+	tern_ctrl_frame_init(&cl->ping_frame, TERN_WIRE_PING);
+	tern_ctrl_frame_init(&cl->pong_frame, TERN_WIRE_PONG);
+	cl->born = jiffies;
+	cl->last_rx = jiffies;
+	strscpy(cl->name, "?", sizeof(cl->name));
+
+	mutex_lock(&ep->lock);
+	if (ep->dying) {
+		mutex_unlock(&ep->lock);
+		kfree(cl);
+		return NULL;
+	}
+	list_add_tail(&cl->ep_entry, &ep->lanes);
+	ep->nr_lanes++;
+	mutex_unlock(&ep->lock);
+
+	__module_get(tops->owner);
+	tern_obj_inc(TERN_OBJ_LANE);
+	return cl;
+}
+
+static void tern_lane_release(struct kref *ref)
+{
+	struct tern_core_lane *cl = container_of(ref, struct tern_core_lane,
+						 ref);
+
+	module_put(cl->pub.tops->owner);
+	kfree(cl);
+	tern_obj_dec(TERN_OBJ_LANE);
+}
+
+void tern_lane_put(struct tern_core_lane *cl)
+{
+	kref_put(&cl->ref, tern_lane_release);
+}
+
+const char *tern_lane_name(struct tern_lane *lane)
+{
+	return to_core_lane(lane)->name;
+}
+EXPORT_SYMBOL_GPL(tern_lane_name);
+
+void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val)
+{
+	struct tern_stats *st;
+
+	st = cl->slot ? &cl->slot->stats : &cl->ep->stats;
+	atomic64_add(val, (atomic64_t *)((char *)st + off));
+	/* sessions come and go; the module-wide sum stays for tests */
+	atomic64_add(val, (atomic64_t *)((char *)&tern_total_stats + off));
+}
+
+static u32 tern_crc(const void *buf, size_t len)
+{
+	return ~crc32c(~0U, buf, len);
+}
+
+void tern_frame_seal(struct tern_frame *f)
+{
+	f->hdr.hdr_crc = cpu_to_le32(tern_crc(&f->hdr,
+					      offsetof(struct tern_wire_hdr,
+						       hdr_crc)));
+}
+
+typedef void (*tern_chunk_fn)(void *addr, size_t len, void *arg);
+
+/* Visit @len bytes of a bio_vec array after skipping @skip, page by page. */
+static void tern_bvec_walk(const struct bio_vec *bv, unsigned int nr,
+			   u32 skip, u32 len, tern_chunk_fn fn, void *arg)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr && len; i++) {
+		size_t off, avail;
+
+		if (skip >= bv[i].bv_len) {
+			skip -= bv[i].bv_len;
+			continue;
+		}
+		off = bv[i].bv_offset + skip;
+		avail = bv[i].bv_len - skip;
+		skip = 0;
+		while (avail && len) {
+			struct page *page = bv[i].bv_page + (off >> PAGE_SHIFT);
+			size_t poff = offset_in_page(off);
+			size_t n = min3(PAGE_SIZE - poff, avail, (size_t)len);
+			void *addr = kmap_local_page(page);
+
+			fn(addr + poff, n, arg);
+			kunmap_local(addr);
+			off += n;
+			avail -= n;
+			len -= n;
+		}
+	}
+}
+
+static void tern_crc_chunk(void *addr, size_t len, void *arg)
+{
+	u32 *crc = arg;
+
+	*crc = crc32c(*crc, addr, len);
+}
+
+u32 tern_crc_front_data(const void *front, u32 front_len,
+			const struct bio_vec *bvec, unsigned int nr_bvec,
+			u32 data_len)
+{
+	u32 crc = ~0U;
+
+	if (front_len)
+		crc = crc32c(crc, front, front_len);
+	if (data_len)
+		tern_bvec_walk(bvec, nr_bvec, 0, data_len, tern_crc_chunk,
+			       &crc);
+	return ~crc;
+}
+
+static void tern_copy_chunk(void *addr, size_t len, void *arg)
+{
+	/* The destination was checked to be long enough. */
+	if (copy_to_iter(addr, len, arg) != len)
+		WARN_ON_ONCE(1);
+}
+
+void tern_bvec_copy(const struct bio_vec *dst, unsigned int dst_nr,
+		    const struct bio_vec *src, unsigned int src_nr,
+		    u32 src_off, u32 len)
+{
+	struct iov_iter iter;
+
+	iov_iter_bvec(&iter, ITER_DEST, dst, dst_nr, len);
+	tern_bvec_walk(src, src_nr, src_off, len, tern_copy_chunk, &iter);
+}
+
+int tern_bvec_len_ok(const struct bio_vec *bvec, unsigned int nr, u32 len)
+{
+	u64 total = 0;
+	unsigned int i;
+
+	if (len && !bvec)
+		return -EINVAL;
+	for (i = 0; i < nr; i++)
+		total += bvec[i].bv_len;
+	return total >= len ? 0 : -EINVAL;
+}
+
+/*
+ * Queue @f for transmission. Frames may land on a lane whose teardown has
+ * started; teardown hands them back to the session, so nothing is lost.
+ */
+void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f)
+{
+	spin_lock_bh(&cl->tx_lock);
+	list_add_tail(&f->entry, &cl->tx_queue);
+	if (!test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
+		cl->pub.tops->kick(&cl->pub);
+	spin_unlock_bh(&cl->tx_lock);
+}
+
+/* Remove @f from the queue if it is still waiting there. */
+bool tern_lane_dequeue_frame(struct tern_core_lane *cl, struct tern_frame *f)
+{
+	bool queued;
+
+	spin_lock_bh(&cl->tx_lock);
+	queued = !list_empty(&f->entry);
+	list_del_init(&f->entry);
+	spin_unlock_bh(&cl->tx_lock);
+	return queued;
+}
+
+static void tern_lane_queue_ctrl(struct tern_core_lane *cl,
+				 struct tern_frame *f, bool *queued)
+{
+	spin_lock_bh(&cl->tx_lock);
+	if (*queued) {
+		spin_unlock_bh(&cl->tx_lock);
+		return;
+	}
+	*queued = true;
+	list_add_tail(&f->entry, &cl->tx_queue);
+	if (!test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
+		cl->pub.tops->kick(&cl->pub);
+	spin_unlock_bh(&cl->tx_lock);
+}
+
+void tern_lane_queue_hello(struct tern_core_lane *cl)
+{
+	tern_lane_queue_ctrl(cl, &cl->hello_frame, &cl->hello_queued);
+}
+
+void tern_lane_kill(struct tern_core_lane *cl, int err)
+{
+	if (test_and_set_bit(TERN_LANE_F_DYING, &cl->flags))
+		return;
+	cl->error = err;
+	kref_get(&cl->ref);
+	queue_work(tern_wq, &cl->teardown_work);
+}
+
+/**
+ * tern_lane_error - a transport reports that a lane's connection is gone
+ * @lane: the lane
+ * @err: negative errno, or 0 for an orderly close by the peer
+ *
+ * Any context. Teardown runs later from a core work item.
+ */
+void tern_lane_error(struct tern_lane *lane, int err)
+{
+	tern_lane_kill(to_core_lane(lane), err);
+}
+EXPORT_SYMBOL_GPL(tern_lane_error);
+
+static bool tern_lane_inject(struct tern_core_lane *cl)
+{
+	if (READ_ONCE(cl->state) != TERN_LANE_LIVE || !tern_inject_fault())
+		return false;
+	TERN_LANE_STAT(cl, injected, 1);
+	pr_info_ratelimited("%s: injected failure\n", cl->name);
+	tern_lane_kill(cl, -EIO);
+	return true;
+}
+
+/**
+ * tern_lane_tx_next - next frame to transmit on @lane
+ * @lane: the lane
+ *
+ * The frame stays owned by the core; the transport must call
+ * tern_lane_tx_done() once all of it has been handed to the network.
+ * Return: a frame with seq, ack and hdr_crc filled in, or NULL.
+ */
+struct tern_frame *tern_lane_tx_next(struct tern_lane *lane)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+	struct tern_frame *f;
+
+	if (test_bit(TERN_LANE_F_DYING, &cl->flags))
+		return NULL;
+	/* Fault injection counts frames, not idle polls. */
+	if (tern_lane_tx_pending(lane) && tern_lane_inject(cl))
+		return NULL;
+
+	spin_lock_bh(&cl->tx_lock);
+	f = list_first_entry_or_null(&cl->tx_queue, struct tern_frame, entry);
+	if (f) {
+		list_del_init(&f->entry);
+		cl->tx_cur = f;
+		if (f->kind == TERN_FRAME_REQUEST) {
+			struct tern_request *req;
+
+			req = container_of(f, struct tern_request, frame);
+			refcount_inc(&req->ref);
+		}
+	}
+	spin_unlock_bh(&cl->tx_lock);
+	if (!f)
+		return NULL;
+
+	WRITE_ONCE(cl->tx_seq, cl->tx_seq + 1);
+	f->hdr.seq = cpu_to_le32(cl->tx_seq);
+	f->hdr.ack = cpu_to_le32(READ_ONCE(cl->rx_seq));
+	tern_frame_seal(f);
+	return f;
+}
+EXPORT_SYMBOL_GPL(tern_lane_tx_next);
+
+/**
+ * tern_lane_tx_pending - does @lane have frames waiting?
+ * @lane: the lane
+ *
+ * Return: true if tern_lane_tx_next() would return a frame.
+ */
+bool tern_lane_tx_pending(struct tern_lane *lane)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+	bool pending;
+
+	spin_lock_bh(&cl->tx_lock);
+	pending = !list_empty(&cl->tx_queue);
+	spin_unlock_bh(&cl->tx_lock);
+	return pending;
+}
+EXPORT_SYMBOL_GPL(tern_lane_tx_pending);
+
+/**
+ * tern_lane_tx_done - the transport finished sending @frame
+ * @lane: the lane
+ * @frame: the frame returned by the last tern_lane_tx_next()
+ */
+void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+	bool close = false;
+
+	spin_lock_bh(&cl->tx_lock);
+	cl->tx_cur = NULL;
+	if (frame == &cl->ping_frame)
+		cl->ping_queued = false;
+	else if (frame == &cl->pong_frame)
+		cl->pong_queued = false;
+	else if (frame == &cl->hello_frame)
+		cl->hello_queued = false;
+	if (test_bit(TERN_LANE_F_CLOSE_TX, &cl->flags) &&
+	    list_empty(&cl->tx_queue))
+		close = true;
+	spin_unlock_bh(&cl->tx_lock);
+
+	TERN_LANE_STAT(cl, tx_msgs, 1);
+	TERN_LANE_STAT(cl, tx_bytes, sizeof(frame->hdr) +
+		       tern_frame_front_len(frame) +
+		       tern_frame_data_len(frame));
+
+	if (frame->kind == TERN_FRAME_REQUEST)
+		tern_request_tx_done(container_of(frame, struct tern_request,
+						  frame));
+	else if (frame->kind == TERN_FRAME_REPLY)
+		tern_srv_req_tx_done(container_of(frame, struct tern_srv_req,
+						  frame));
+	if (close)
+		tern_lane_kill(cl, -ECONNREFUSED);
+}
+EXPORT_SYMBOL_GPL(tern_lane_tx_done);
+
+__printf(2, 3)
+void tern_lane_proto_err(struct tern_core_lane *cl, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	TERN_LANE_STAT(cl, proto_errors, 1);
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	pr_warn_ratelimited("%s: protocol error: %pV\n", cl->name, &vaf);
+	va_end(args);
+}
+
+static void tern_rx_set_front(struct tern_core_lane *cl, void *buf)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+
+	if (!rx->front_len) {
+		iov_iter_kvec(&rx->front_iter, ITER_DEST, NULL, 0, 0);
+		return;
+	}
+	if (!buf) {
+		iov_iter_discard(&rx->front_iter, ITER_DEST, rx->front_len);
+		return;
+	}
+	rx->front_kvec.iov_base = buf;
+	rx->front_kvec.iov_len = rx->front_len;
+	iov_iter_kvec(&rx->front_iter, ITER_DEST, &rx->front_kvec, 1,
+		      rx->front_len);
+}
+
+void tern_rx_setup(struct tern_core_lane *cl, void *front,
+		   const struct bio_vec *bvec, unsigned int nr_bvec)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+
+	tern_rx_set_front(cl, front);
+	if (!rx->data_len)
+		iov_iter_kvec(&rx->data_iter, ITER_DEST, NULL, 0, 0);
+	else if (!bvec)
+		iov_iter_discard(&rx->data_iter, ITER_DEST, rx->data_len);
+	else
+		iov_iter_bvec(&rx->data_iter, ITER_DEST, bvec, nr_bvec,
+			      rx->data_len);
+}
+
+static int tern_rx_check_hello(struct tern_core_lane *cl, bool want_requester)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+
+	if (cl->requester != want_requester ||
+	    READ_ONCE(cl->state) != TERN_LANE_HANDSHAKE) {
+		tern_lane_proto_err(cl, "unexpected handshake frame type %u",
+				    rx->hdr.type);
+		return -EPROTO;
+	}
+	if (rx->front_len != sizeof(cl->hello_rx) || rx->data_len) {
+		tern_lane_proto_err(cl, "bad handshake length %u/%u",
+				    rx->front_len, rx->data_len);
+		return -EPROTO;
+	}
+	tern_rx_setup(cl, &cl->hello_rx, NULL, 0);
+	return 0;
+}
+
+static int tern_rx_check_ping(struct tern_core_lane *cl, bool want_requester)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+
+	if (cl->requester != want_requester ||
+	    READ_ONCE(cl->state) != TERN_LANE_LIVE ||
+	    rx->front_len || rx->data_len) {
+		tern_lane_proto_err(cl, "unexpected keepalive frame type %u",
+				    rx->hdr.type);
+		return -EPROTO;
+	}
+	tern_rx_setup(cl, NULL, NULL, 0);
+	return 0;
+}
+
+/* Fields a frame type does not use must be zero. */
+static bool tern_rx_reserved_set(const struct tern_wire_hdr *hdr)
+{
+	switch (hdr->type) {
+	case TERN_WIRE_REQUEST:
+		return hdr->status;
+	case TERN_WIRE_REPLY:
+		return hdr->buf_len;
+	default:
+		return hdr->tid || hdr->buf_len || hdr->status ||
+		       hdr->data_crc || hdr->flags;
+	}
+}
+
+/**
+ * tern_lane_rx_header - validate a received header, set up receive buffers
+ * @lane: the lane; @lane->rx.hdr holds the 48 header bytes
+ *
+ * Return: 0 with lane->rx.{front,data}_{len,iter} set, or a negative
+ * errno: the transport must then close the lane.
+ */
+int tern_lane_rx_header(struct tern_lane *lane)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+	struct tern_lane_rx *rx = &lane->rx;
+	const struct tern_wire_hdr *hdr = &rx->hdr;
+	u32 crc, seq, flags;
+
+	rx->req = NULL;
+	rx->sreq = NULL;
+	rx->discard = false;
+	rx->front_len = 0;
+	rx->data_len = 0;
+
+	if (le32_to_cpu(hdr->magic) != TERN_WIRE_MAGIC) {
+		tern_lane_proto_err(cl, "bad magic 0x%08x",
+				    le32_to_cpu(hdr->magic));
+		return -EPROTO;
+	}
+	if (hdr->version != TERN_WIRE_VERSION) {
+		TERN_LANE_STAT(cl, proto_errors, 1);
+		pr_warn_ratelimited("%s: peer speaks protocol version %u, we speak %u; refusing\n",
+				    cl->name, hdr->version, TERN_WIRE_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	crc = tern_crc(hdr, offsetof(struct tern_wire_hdr, hdr_crc));
+	if (crc != le32_to_cpu(hdr->hdr_crc)) {
+		TERN_LANE_STAT(cl, crc_errors, 1);
+		pr_warn_ratelimited("%s: header crc mismatch\n", cl->name);
+		return -EBADMSG;
+	}
+	flags = le16_to_cpu(hdr->flags);
+	if (!hdr->type || hdr->type > TERN_WIRE_TYPE_MAX ||
+	    (flags & ~TERN_WIRE_F_ALL)) {
+		tern_lane_proto_err(cl, "bad type %u flags 0x%x", hdr->type,
+				    flags);
+		return -EPROTO;
+	}
+	seq = le32_to_cpu(hdr->seq);
+	if (seq != cl->rx_seq + 1) {
+		tern_lane_proto_err(cl, "sequence %u, expected %u", seq,
+				    cl->rx_seq + 1);
+		return -EPROTO;
+	}
+	if ((s32)(le32_to_cpu(hdr->ack) - READ_ONCE(cl->tx_seq)) > 0) {
+		tern_lane_proto_err(cl, "ack %u of frame %u never sent",
+				    le32_to_cpu(hdr->ack), READ_ONCE(cl->tx_seq));
+		return -EPROTO;
+	}
+	if (tern_rx_reserved_set(hdr)) {
+		tern_lane_proto_err(cl, "reserved fields set in frame type %u",
+				    hdr->type);
+		return -EPROTO;
+	}
+	rx->front_len = le32_to_cpu(hdr->front_len);
+	rx->data_len = le32_to_cpu(hdr->data_len);
+	if (rx->front_len > cl->max_front || rx->data_len > cl->max_data ||
+	    le32_to_cpu(hdr->buf_len) > cl->max_data) {
+		tern_lane_proto_err(cl, "oversized frame front %u data %u buf %u",
+				    rx->front_len, rx->data_len,
+				    le32_to_cpu(hdr->buf_len));
+		return -EMSGSIZE;
+	}
+	WRITE_ONCE(cl->rx_seq, seq);
+	WRITE_ONCE(cl->last_rx, jiffies);
+	if (tern_lane_inject(cl))
+		return -EIO;
+
+	switch (hdr->type) {
+	case TERN_WIRE_HELLO:
+		return tern_rx_check_hello(cl, false);
+	case TERN_WIRE_HELLO_ACK:
+		return tern_rx_check_hello(cl, true);
+	case TERN_WIRE_PING:
+		return tern_rx_check_ping(cl, false);
+	case TERN_WIRE_PONG:
+		return tern_rx_check_ping(cl, true);
+	case TERN_WIRE_REQUEST:
+		if (cl->requester || READ_ONCE(cl->state) != TERN_LANE_LIVE) {
+			tern_lane_proto_err(cl, "unexpected request");
+			return -EPROTO;
+		}
+		return tern_server_rx_request_hdr(cl);
+	case TERN_WIRE_REPLY:
+		if (!cl->requester || READ_ONCE(cl->state) != TERN_LANE_LIVE) {
+			tern_lane_proto_err(cl, "unexpected reply");
+			return -EPROTO;
+		}
+		return tern_session_rx_reply_hdr(cl);
+	}
+	return -EPROTO;
+}
+EXPORT_SYMBOL_GPL(tern_lane_rx_header);
+
+/**
+ * tern_lane_rx_front - the front has been received
+ * @lane: the lane
+ *
+ * Return: 0 with lane->rx.data_iter set, or a negative errno.
+ */
+int tern_lane_rx_front(struct tern_lane *lane)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+
+	if (lane->rx.hdr.type == TERN_WIRE_REQUEST)
+		return tern_server_rx_request_front(cl);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_lane_rx_front);
+
+/**
+ * tern_lane_rx_done - the whole frame has been received
+ * @lane: the lane
+ *
+ * Return: 0, or a negative errno: the transport must close the lane.
+ */
+int tern_lane_rx_done(struct tern_lane *lane)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+	struct tern_lane_rx *rx = &lane->rx;
+
+	TERN_LANE_STAT(cl, rx_msgs, 1);
+	TERN_LANE_STAT(cl, rx_bytes, sizeof(rx->hdr) + rx->front_len +
+		       rx->data_len);
+
+	switch (rx->hdr.type) {
+	case TERN_WIRE_HELLO:
+		return tern_server_rx_hello(cl);
+	case TERN_WIRE_HELLO_ACK:
+		return tern_session_rx_hello_ack(cl);
+	case TERN_WIRE_PING:
+		tern_lane_queue_ctrl(cl, &cl->pong_frame, &cl->pong_queued);
+		return 0;
+	case TERN_WIRE_PONG:
+		return 0;
+	case TERN_WIRE_REQUEST:
+		return tern_server_rx_request_done(cl);
+	case TERN_WIRE_REPLY:
+		return tern_session_rx_reply_done(cl);
+	}
+	return -EPROTO;
+}
+EXPORT_SYMBOL_GPL(tern_lane_rx_done);
+
+void tern_lane_arm_keepalive(struct tern_core_lane *cl, unsigned int ms)
+{
+	mod_delayed_work(tern_wq, &cl->ka_work, msecs_to_jiffies(ms));
+}
+
+/* Handshake deadline before the lane is live, keepalive after. */
+static void tern_lane_ka_work(struct work_struct *work)
+{
+	struct tern_core_lane *cl = container_of(to_delayed_work(work),
+						 struct tern_core_lane,
+						 ka_work);
+	unsigned long now = jiffies;
+
+	if (test_bit(TERN_LANE_F_DYING, &cl->flags))
+		return;
+
+	if (READ_ONCE(cl->state) != TERN_LANE_LIVE) {
+		unsigned long deadline = cl->born +
+			msecs_to_jiffies(READ_ONCE(tern_handshake_timeout_ms));
+
+		if (time_after_eq(now, deadline)) {
+			pr_info_ratelimited("%s: handshake timeout\n",
+					    cl->name);
+			tern_lane_kill(cl, -ETIMEDOUT);
+			return;
+		}
+		mod_delayed_work(tern_wq, &cl->ka_work, deadline - now);
+		return;
+	}
+
+	if (cl->ka_timeout_ms &&
+	    time_after(now, READ_ONCE(cl->last_rx) +
+		       msecs_to_jiffies(cl->ka_timeout_ms))) {
+		pr_warn_ratelimited("%s: keepalive timeout after %u ms\n",
+				    cl->name, cl->ka_timeout_ms);
+		tern_lane_kill(cl, -ETIMEDOUT);
+		return;
+	}
+	if (cl->requester)
+		tern_lane_queue_ctrl(cl, &cl->ping_frame, &cl->ping_queued);
+	if (cl->ka_interval_ms)
+		mod_delayed_work(tern_wq, &cl->ka_work,
+				 msecs_to_jiffies(cl->ka_interval_ms));
+}
+
+static void tern_lane_rx_cleanup(struct tern_core_lane *cl)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+	struct tern_session *sess = cl->sess;
+
+	if (rx->sreq)
+		tern_server_rx_abort(cl);
+	if (rx->req && sess) {
+		spin_lock_bh(&sess->lock);
+		if (rx->req->rx_lane == &cl->pub)
+			rx->req->rx_lane = NULL;
+		spin_unlock_bh(&sess->lock);
+	}
+	rx->req = NULL;
+}
+
+static void tern_lane_teardown_work(struct work_struct *work)
+{
+	struct tern_core_lane *cl = container_of(work, struct tern_core_lane,
+						 teardown_work);
+
+	spin_lock_bh(&cl->tx_lock);
+	set_bit(TERN_LANE_F_TX_CLOSED, &cl->flags);
+	spin_unlock_bh(&cl->tx_lock);
+
+	cl->pub.tops->shutdown(&cl->pub);
+	cancel_delayed_work_sync(&cl->ka_work);
+
+	if (cl->error && cl->error != -ESHUTDOWN)
+		pr_info_ratelimited("%s: lane down (%d)\n", cl->name,
+				    cl->error);
+
+	tern_lane_rx_cleanup(cl);
+	if (cl->sess) {
+		tern_session_lane_down(cl->sess, cl);
+	} else {
+		spin_lock_bh(&cl->tx_lock);
+		INIT_LIST_HEAD(&cl->tx_queue);
+		cl->tx_cur = NULL;
+		spin_unlock_bh(&cl->tx_lock);
+		WRITE_ONCE(cl->state, TERN_LANE_DEAD);
+	}
+	tern_endpoint_lane_gone(cl->ep, cl);
+	tern_lane_put(cl);	/* the creator's reference */
+	tern_lane_put(cl);	/* the teardown work's reference */
+}
+
+/**
+ * tern_lane_accept - create a lane for a connection accepted on @lis
+ * @lis: the listener
+ * @peer: the peer's address, for logs
+ *
+ * Return: the lane, or NULL (endpoint going away or no memory).
+ */
+struct tern_lane *tern_lane_accept(struct tern_listener *lis,
+				   const struct sockaddr_storage *peer)
+{
+	struct tern_endpoint *ep = lis->ep;
+	struct tern_core_lane *cl;
+	bool full;
+
+	/* Bound the memory strangers can make us spend before a handshake. */
+	mutex_lock(&ep->lock);
+	full = ep->nr_handshakes >= READ_ONCE(tern_max_handshakes);
+	if (!full)
+		ep->nr_handshakes++;
+	mutex_unlock(&ep->lock);
+	if (full) {
+		pr_warn_ratelimited("%s: too many connections in handshake, refusing %pISpc\n",
+				    ep->name, peer);
+		return NULL;
+	}
+
+	cl = tern_lane_alloc(ep, lis->tops, false);
+	if (!cl) {
+		tern_endpoint_handshake_done(ep);
+		return NULL;
+	}
+	cl->counted_handshake = true;
+	snprintf(cl->name, sizeof(cl->name), "%s/accept/%pISpc", lis->ep->name,
+		 peer);
+	return &cl->pub;
+}
+EXPORT_SYMBOL_GPL(tern_lane_accept);
+
+/**
+ * tern_lane_start - start the handshake clock of an accepted lane
+ * @lane: the lane, with its transport state set up
+ */
+void tern_lane_start(struct tern_lane *lane)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+
+	WRITE_ONCE(cl->state, TERN_LANE_HANDSHAKE);
+	tern_lane_arm_keepalive(cl, READ_ONCE(tern_handshake_timeout_ms));
+}
+EXPORT_SYMBOL_GPL(tern_lane_start);
+
+/**
+ * tern_lane_abort - drop a lane from tern_lane_accept() that never started
+ * @lane: the lane; the transport has already freed its state
+ */
+void tern_lane_abort(struct tern_lane *lane)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+
+	tern_endpoint_lane_gone(cl->ep, cl);
+	tern_lane_put(cl);
+}
+EXPORT_SYMBOL_GPL(tern_lane_abort);

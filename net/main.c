@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern messenger core: module setup, transport registry, fault injection.
+ *
+ * Locking: tern_registry_lock (mutex) protects tern_transports. Lookups
+ * take a reference on the transport module, so a transport cannot be
+ * unloaded while a session, lane or listener uses it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/kmod.h>
+#include <linux/module.h>
+#include <linux/seq_file.h>
+#include <linux/string.h>
+#include "tern_core.h"
+
+static LIST_HEAD(tern_transports);
+static DEFINE_MUTEX(tern_registry_lock);
+
+struct workqueue_struct *tern_wq;
+atomic_t tern_objects[TERN_OBJ_MAX];
+struct dentry *tern_debugfs_root;
+
+static unsigned int inject_fail_every;
+module_param(inject_fail_every, uint, 0644);
+MODULE_PARM_DESC(inject_fail_every,
+		 "Fail one in N transport operations on live lanes (0 = off; testing only)");
+
+unsigned int tern_handshake_timeout_ms = 10000;
+module_param_named(handshake_timeout_ms, tern_handshake_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(handshake_timeout_ms,
+		 "Close a connection whose handshake has not completed after this many ms (default 10000)");
+
+unsigned int tern_max_handshakes = 256;
+module_param_named(max_handshakes, tern_max_handshakes, uint, 0644);
+MODULE_PARM_DESC(max_handshakes,
+		 "Accepted connections per endpoint allowed to be in handshake at once (default 256)");
+
+static unsigned int inject_crc_every;
+module_param(inject_crc_every, uint, 0644);
+MODULE_PARM_DESC(inject_crc_every,
+		 "Treat one in N received data CRCs as wrong (0 = off; testing only)");
+
+static atomic_t tern_inject_counter = ATOMIC_INIT(0);
+static atomic_t tern_inject_crc_counter = ATOMIC_INIT(0);
+
+/* Pretend a received data CRC did not match, to test recovery. */
+bool tern_inject_crc(void)
+{
+	unsigned int every = READ_ONCE(inject_crc_every);
+
+	if (likely(!every))
+		return false;
+	return (unsigned int)atomic_inc_return(&tern_inject_crc_counter) % every == 0;
+}
+
+/**
+ * tern_inject_fault - decide whether to fail this transport operation
+ *
+ * Counts operations on live lanes and fires on every inject_fail_every'th,
+ * so a test gets a deterministic failure rate from any transport.
+ * Return: true if the caller must fail this operation.
+ */
+bool tern_inject_fault(void)
+{
+	unsigned int every = READ_ONCE(inject_fail_every);
+
+	if (likely(!every))
+		return false;
+	return (unsigned int)atomic_inc_return(&tern_inject_counter) % every == 0;
+}
+
+static struct tern_transport_ops *tern_transport_find(const char *name)
+{
+	struct tern_transport_ops *ops;
+
+	list_for_each_entry(ops, &tern_transports, entry)
+		if (!strcmp(ops->name, name))
+			return ops;
+	return NULL;
+}
+
+/**
+ * tern_transport_register - make a transport available to the core
+ * @ops: the transport; must stay valid until tern_transport_unregister()
+ *
+ * Return: 0, -EINVAL for an incomplete table, -EEXIST if the scheme is
+ * taken.
+ */
+int tern_transport_register(struct tern_transport_ops *ops)
+{
+	int ret = 0;
+
+	if (!ops->name || !ops->owner || !ops->connect || !ops->listen ||
+	    !ops->stop_listen || !ops->kick || !ops->shutdown)
+		return -EINVAL;
+
+	mutex_lock(&tern_registry_lock);
+	if (tern_transport_find(ops->name))
+		ret = -EEXIST;
+	else
+		list_add_tail(&ops->entry, &tern_transports);
+	mutex_unlock(&tern_registry_lock);
+	if (!ret)
+		pr_info("transport %s registered\n", ops->name);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(tern_transport_register);
+
+/**
+ * tern_transport_unregister - remove a transport
+ * @ops: a registered transport
+ *
+ * Called from the transport's module exit. Every user holds a module
+ * reference, so there are no users left when this runs.
+ */
+void tern_transport_unregister(struct tern_transport_ops *ops)
+{
+	mutex_lock(&tern_registry_lock);
+	list_del(&ops->entry);
+	mutex_unlock(&tern_registry_lock);
+	pr_info("transport %s unregistered\n", ops->name);
+}
+EXPORT_SYMBOL_GPL(tern_transport_unregister);
+
+static const struct tern_transport_ops *tern_transport_try_get(const char *name)
+{
+	struct tern_transport_ops *ops;
+
+	mutex_lock(&tern_registry_lock);
+	ops = tern_transport_find(name);
+	if (ops && !try_module_get(ops->owner))
+		ops = NULL;
+	mutex_unlock(&tern_registry_lock);
+	return ops;
+}
+
+/**
+ * tern_transport_get - look up a transport by URI scheme, loading it
+ * @name: scheme, e.g. "tcp"
+ *
+ * Return: the transport with a module reference held, or NULL.
+ */
+const struct tern_transport_ops *tern_transport_get(const char *name)
+{
+	const struct tern_transport_ops *ops;
+
+	ops = tern_transport_try_get(name);
+	if (!ops) {
+		request_module("tern-transport-%s", name);
+		ops = tern_transport_try_get(name);
+	}
+	return ops;
+}
+
+void tern_transport_put(const struct tern_transport_ops *tops)
+{
+	module_put(tops->owner);
+}
+
+/* Every lane's counters since the module loaded, whatever became of it. */
+struct tern_stats tern_total_stats;
+
+static int tern_total_stats_show(struct seq_file *m, void *v)
+{
+	tern_stats_show(m, "", &tern_total_stats);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tern_total_stats);
+
+static int tern_objects_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "endpoints %d\nsessions %d\nlanes %d\nsrv_reqs %d\n",
+		   atomic_read(&tern_objects[TERN_OBJ_ENDPOINT]),
+		   atomic_read(&tern_objects[TERN_OBJ_SESSION]),
+		   atomic_read(&tern_objects[TERN_OBJ_LANE]),
+		   atomic_read(&tern_objects[TERN_OBJ_SRV_REQ]));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tern_objects);
+
+static int __init tern_init(void)
+{
+	tern_wq = alloc_workqueue("tern", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!tern_wq)
+		return -ENOMEM;
+
+	tern_debugfs_root = debugfs_create_dir("tern", NULL);
+	debugfs_create_u32("inject_fail_every", 0600, tern_debugfs_root,
+			   &inject_fail_every);
+	debugfs_create_u32("inject_crc_every", 0600, tern_debugfs_root,
+			   &inject_crc_every);
+	debugfs_create_file("objects", 0400, tern_debugfs_root, NULL,
+			    &tern_objects_fops);
+	debugfs_create_file("stats", 0400, tern_debugfs_root, NULL,
+			    &tern_total_stats_fops);
+	return 0;
+}
+
+static void __exit tern_exit(void)
+{
+	unsigned int i;
+
+	debugfs_remove_recursive(tern_debugfs_root);
+	destroy_workqueue(tern_wq);	/* runs pending frees first */
+	for (i = 0; i < TERN_OBJ_MAX; i++)
+		WARN(atomic_read(&tern_objects[i]),
+		     "tern: %d objects of kind %u leaked\n",
+		     atomic_read(&tern_objects[i]), i);
+}
+
+module_init(tern_init);
+module_exit(tern_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("tern messenger core: sessions, lanes and transports for network block I/O");

@@ -1,0 +1,557 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern messenger core: the responder side.
+ *
+ * Accepted lanes present a HELLO; the core finds or creates the session it
+ * names (session id + cookie), negotiates and answers HELLO_ACK. Requests
+ * become struct tern_srv_req: the front is received into a core buffer,
+ * TO_RESPONDER data into pages the ULP supplies from ->alloc_data() or the
+ * core allocates. The ULP moves data with tern_pull()/tern_push() and
+ * answers with tern_reply(); the reply goes out on the lane the request
+ * came from. If that lane has died the reply is dropped: the requester
+ * resends every request that was on a lane when it died, so a reply on
+ * another lane would only race with the resent copy and pile up work.
+ *
+ * Locking: ep->lock (mutex) serialises session lookup and creation against
+ * unlinking; sess->lock protects srv_reqs, nr_srv_reqs and lane choice.
+ * Responder requests held (in progress or with a reply not yet sent) are
+ * bounded by four times the negotiated queue depth, room for resent
+ * duplicates of requests whose first copy is still held; so a peer cannot
+ * make us allocate without limit.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/hardirq.h>
+#include <linux/slab.h>
+#include "tern_core.h"
+
+/* tern_srv_req->state bits */
+#define TERN_SREQ_ULP		0	/* the ULP has seen it: call ->release */
+#define TERN_SREQ_REPLIED	1
+
+static void tern_srv_req_free(struct tern_srv_req *sreq)
+{
+	struct tern_session *sess = sreq->sess;
+	unsigned int i;
+
+	spin_lock_bh(&sess->lock);
+	sess->nr_srv_reqs--;
+	list_del(&sreq->entry);
+	spin_unlock_bh(&sess->lock);
+
+	for (i = 0; i < sreq->core_nr_bvec; i++)
+		if (sreq->core_bvec[i].bv_page)
+			__free_page(sreq->core_bvec[i].bv_page);
+	kfree(sreq->core_bvec);
+	kfree(sreq->front_buf);
+	kfree(sreq->reply_front_buf);
+	if (sreq->lane)
+		tern_lane_put(to_core_lane(sreq->lane));
+	tern_session_put(sess);
+	kfree(sreq);
+	tern_obj_dec(TERN_OBJ_SRV_REQ);
+}
+
+void tern_srv_req_finish(struct tern_srv_req *sreq)
+{
+	const struct tern_endpoint_ops *ops = sreq->sess->ep->ops;
+
+	if (test_bit(TERN_SREQ_ULP, &sreq->state) && ops && ops->release)
+		ops->release(sreq);
+	tern_srv_req_free(sreq);
+}
+
+void tern_srv_req_tx_done(struct tern_srv_req *sreq)
+{
+	tern_srv_req_finish(sreq);
+}
+
+void tern_server_rx_abort(struct tern_core_lane *cl)
+{
+	struct tern_srv_req *sreq = cl->pub.rx.sreq;
+
+	cl->pub.rx.sreq = NULL;
+	if (sreq)
+		tern_srv_req_finish(sreq);
+}
+
+static void tern_refuse(struct tern_core_lane *cl, int status, const char *why)
+{
+	pr_warn_ratelimited("%s: refusing handshake: %s (%d)\n", cl->name, why,
+			    status);
+	TERN_LANE_STAT(cl, proto_errors, 1);
+	memset(&cl->hello_tx, 0, sizeof(cl->hello_tx));
+	cl->hello_tx.session_id = cl->hello_rx.session_id;
+	cl->hello_tx.cookie = cl->hello_rx.cookie;
+	cl->hello_tx.lane_idx = cl->hello_rx.lane_idx;
+	cl->hello_tx.incarnation = cpu_to_le64(cl->ep->incarnation);
+	cl->hello_tx.status = cpu_to_le32((u32)status);
+	set_bit(TERN_LANE_F_CLOSE_TX, &cl->flags);
+	tern_lane_queue_hello(cl);
+}
+
+static struct tern_session *tern_server_find_locked(struct tern_endpoint *ep,
+						    u64 id)
+{
+	struct tern_session *sess;
+
+	list_for_each_entry(sess, &ep->sessions, ep_entry)
+		if (!sess->requester && sess->id == id)
+			return sess;
+	return NULL;
+}
+
+static bool tern_info_same(const struct tern_session_info *a,
+			   const struct tern_session_info *b)
+{
+	return a->nr_lanes == b->nr_lanes &&
+	       a->queue_depth == b->queue_depth &&
+	       a->max_data == b->max_data && a->max_front == b->max_front &&
+	       a->features == b->features;
+}
+
+int tern_server_rx_hello(struct tern_core_lane *cl)
+{
+	const struct tern_wire_hello *h = &cl->hello_rx;
+	struct tern_endpoint *ep = cl->ep;
+	struct tern_core_lane *old = NULL;
+	struct tern_session_info v = {};
+	struct tern_session *sess;
+	unsigned int lane_idx, ka_ms, want_lanes;
+	bool created = false;
+	u64 id, cookie, inc;
+
+	id = le64_to_cpu(h->session_id);
+	cookie = le64_to_cpu(h->cookie);
+	inc = le64_to_cpu(h->incarnation);
+	want_lanes = le16_to_cpu(h->nr_lanes);
+	lane_idx = le16_to_cpu(h->lane_idx);
+	ka_ms = le32_to_cpu(h->keepalive_ms);
+
+	v.session_id = id;
+	v.nr_lanes = min(want_lanes, ep->max_lanes);
+	v.queue_depth = min_t(unsigned int, le16_to_cpu(h->queue_depth),
+			      ep->max_queue_depth);
+	v.max_data = min(le32_to_cpu(h->max_data), ep->max_data);
+	v.max_front = min_t(u32, le32_to_cpu(h->max_front),
+			    TERN_WIRE_MAX_FRONT);
+	v.features = le32_to_cpu(h->features) & TERN_FEAT_ALL;
+
+	if (!want_lanes || want_lanes > TERN_WIRE_MAX_LANES ||
+	    lane_idx >= v.nr_lanes || !v.queue_depth ||
+	    v.max_data < TERN_MIN_MAX_DATA || v.max_front < 64 ||
+	    ka_ms < 100 || ka_ms > 3600 * 1000) {
+		tern_refuse(cl, -EINVAL, "parameters out of range");
+		return 0;
+	}
+
+	mutex_lock(&ep->lock);
+	if (ep->dying) {
+		mutex_unlock(&ep->lock);
+		tern_refuse(cl, -ESHUTDOWN, "endpoint going away");
+		return 0;
+	}
+	sess = tern_server_find_locked(ep, id);
+	if (sess && (sess->cookie != cookie ||
+		     sess->peer_incarnation != inc)) {
+		mutex_unlock(&ep->lock);
+		tern_refuse(cl, -EPERM, "session cookie mismatch");
+		return 0;
+	}
+	if (sess && !tern_info_same(&sess->info, &v)) {
+		mutex_unlock(&ep->lock);
+		tern_refuse(cl, -EINVAL, "lane parameters differ from session");
+		return 0;
+	}
+	if (!sess) {
+		sess = tern_session_alloc(ep, false, v.nr_lanes);
+		if (!sess) {
+			mutex_unlock(&ep->lock);
+			return -ENOMEM;
+		}
+		sess->id = id;
+		sess->cookie = cookie;
+		sess->peer_incarnation = inc;
+		sess->info = v;
+		sess->negotiated = true;
+		sess->opts.keepalive_ms = ka_ms;
+		list_add_tail(&sess->ep_entry, &ep->sessions);
+		sess->linked = true;	/* the list holds the initial ref */
+		ep->nr_sessions++;
+		sess->counted = true;
+		tern_session_debugfs(sess);
+		created = true;
+	}
+
+	snprintf(cl->name, sizeof(cl->name), "%s/r-%016llx/%u", ep->name, id,
+		 lane_idx);
+	cl->max_front = v.max_front;
+	cl->max_data = v.max_data;
+	cl->data_crc = v.features & TERN_FEAT_DATA_CRC;
+	cl->ka_interval_ms = ka_ms;
+	cl->ka_timeout_ms = 3 * ka_ms;
+
+	memset(&cl->hello_tx, 0, sizeof(cl->hello_tx));
+	cl->hello_tx.session_id = h->session_id;
+	cl->hello_tx.cookie = h->cookie;
+	cl->hello_tx.incarnation = cpu_to_le64(ep->incarnation);
+	cl->hello_tx.features = cpu_to_le32(v.features);
+	cl->hello_tx.max_data = cpu_to_le32(v.max_data);
+	cl->hello_tx.max_front = cpu_to_le32(v.max_front);
+	cl->hello_tx.keepalive_ms = h->keepalive_ms;
+	cl->hello_tx.nr_lanes = cpu_to_le16(v.nr_lanes);
+	cl->hello_tx.lane_idx = h->lane_idx;
+	cl->hello_tx.queue_depth = cpu_to_le16(v.queue_depth);
+
+	spin_lock_bh(&sess->lock);
+	old = sess->slots[lane_idx].lane;
+	if (old) {
+		/* The peer reconnected before we noticed the old lane die. */
+		kref_get(&old->ref);
+		old->bound = false;
+		sess->nr_lanes--;
+	}
+	kref_get(&sess->ref);
+	cl->sess = sess;
+	cl->slot = &sess->slots[lane_idx];
+	cl->slot->lane = cl;
+	cl->bound = true;
+	sess->nr_lanes++;
+	if (cl->slot->ever_live)
+		TERN_LANE_STAT(cl, reconnects, 1);
+	cl->slot->ever_live = true;
+	tern_lane_queue_hello(cl);
+	tern_session_lane_live_locked(sess, cl);
+	spin_unlock_bh(&sess->lock);
+	if (cl->counted_handshake) {
+		cl->counted_handshake = false;
+		ep->nr_handshakes--;
+	}
+	mutex_unlock(&ep->lock);
+
+	if (old) {
+		tern_lane_kill(old, -ECONNRESET);
+		tern_lane_put(old);
+	}
+	if (created && ep->ops && ep->ops->session_event)
+		ep->ops->session_event(sess, TERN_SESSION_UP);
+	tern_lane_arm_keepalive(cl, ka_ms);
+	return 0;
+}
+
+int tern_server_rx_request_hdr(struct tern_core_lane *cl)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+	struct tern_session *sess = cl->sess;
+	u16 flags = le16_to_cpu(rx->hdr.flags);
+	u32 buf_len = le32_to_cpu(rx->hdr.buf_len);
+	u16 dir = flags & (TERN_WIRE_F_DATA_TO_RESPONDER |
+			   TERN_WIRE_F_DATA_FROM_RESPONDER);
+	struct tern_srv_req *sreq;
+	bool over;
+
+	if ((dir == TERN_WIRE_F_DATA_TO_RESPONDER &&
+	     (!buf_len || rx->data_len != buf_len)) ||
+	    (dir == TERN_WIRE_F_DATA_FROM_RESPONDER &&
+	     (!buf_len || rx->data_len)) ||
+	    (!dir && (buf_len || rx->data_len)) ||
+	    dir == (TERN_WIRE_F_DATA_TO_RESPONDER |
+		    TERN_WIRE_F_DATA_FROM_RESPONDER)) {
+		tern_lane_proto_err(cl, "inconsistent request direction 0x%x data %u buf %u",
+				    dir, rx->data_len, buf_len);
+		return -EPROTO;
+	}
+	if (!(flags & TERN_WIRE_F_DATA_CRC) != !cl->data_crc) {
+		tern_lane_proto_err(cl, "request data crc flag does not match session");
+		return -EPROTO;
+	}
+
+	spin_lock_bh(&sess->lock);
+	over = sess->nr_srv_reqs >= 4 * sess->info.queue_depth;
+	if (!over)
+		sess->nr_srv_reqs++;
+	spin_unlock_bh(&sess->lock);
+	if (over) {
+		tern_lane_proto_err(cl, "peer exceeds queue depth %u",
+				    sess->info.queue_depth);
+		return -EPROTO;
+	}
+
+	sreq = kzalloc(sizeof(*sreq), GFP_NOIO);
+	if (sreq && rx->front_len) {
+		sreq->front_buf = kmalloc(rx->front_len, GFP_NOIO);
+		if (!sreq->front_buf) {
+			kfree(sreq);
+			sreq = NULL;
+		}
+	}
+	if (!sreq) {
+		spin_lock_bh(&sess->lock);
+		sess->nr_srv_reqs--;
+		spin_unlock_bh(&sess->lock);
+		return -ENOMEM;
+	}
+	tern_obj_inc(TERN_OBJ_SRV_REQ);
+	INIT_LIST_HEAD(&sreq->entry);
+	INIT_LIST_HEAD(&sreq->frame.entry);
+	sreq->frame.kind = TERN_FRAME_REPLY;
+	kref_get(&sess->ref);
+	sreq->sess = sess;
+	kref_get(&cl->ref);
+	sreq->lane = &cl->pub;
+	sreq->tid = le64_to_cpu(rx->hdr.tid);
+	sreq->resent = flags & TERN_WIRE_F_RESENT;
+	sreq->front = sreq->front_buf;
+	sreq->front_len = rx->front_len;
+	sreq->data_len = buf_len;
+	if (dir == TERN_WIRE_F_DATA_TO_RESPONDER)
+		sreq->dir = TERN_DATA_TO_RESPONDER;
+	else if (dir == TERN_WIRE_F_DATA_FROM_RESPONDER)
+		sreq->dir = TERN_DATA_FROM_RESPONDER;
+	rx->sreq = sreq;
+	tern_rx_setup(cl, sreq->front_buf, NULL, 0);
+	return 0;
+}
+
+static int tern_srv_req_alloc_pages(struct tern_srv_req *sreq)
+{
+	unsigned int i, n = DIV_ROUND_UP(sreq->data_len, PAGE_SIZE);
+	u32 left = sreq->data_len;
+
+	sreq->core_bvec = kcalloc(n, sizeof(*sreq->core_bvec), GFP_NOIO);
+	if (!sreq->core_bvec)
+		return -ENOMEM;
+	sreq->core_nr_bvec = n;
+	for (i = 0; i < n; i++) {
+		struct page *page = alloc_page(GFP_NOIO);
+		u32 len = min_t(u32, left, PAGE_SIZE);
+
+		if (!page)
+			return -ENOMEM;
+		bvec_set_page(&sreq->core_bvec[i], page, len, 0);
+		left -= len;
+	}
+	return 0;
+}
+
+int tern_server_rx_request_front(struct tern_core_lane *cl)
+{
+	const struct tern_endpoint_ops *ops = cl->ep->ops;
+	struct tern_lane_rx *rx = &cl->pub.rx;
+	struct tern_srv_req *sreq = rx->sreq;
+	int err;
+
+	if (sreq->dir != TERN_DATA_TO_RESPONDER)
+		return 0;
+	if (ops && ops->alloc_data) {
+		set_bit(TERN_SREQ_ULP, &sreq->state);
+		err = ops->alloc_data(sreq);
+		if (err)
+			return err;
+		if (sreq->rx_bvec &&
+		    tern_bvec_len_ok(sreq->rx_bvec, sreq->rx_nr_bvec,
+				     sreq->data_len)) {
+			pr_warn_ratelimited("%s: alloc_data supplied a short buffer\n",
+					    cl->name);
+			return -EINVAL;
+		}
+	}
+	if (!sreq->rx_bvec) {
+		err = tern_srv_req_alloc_pages(sreq);
+		if (err)
+			return err;
+		iov_iter_bvec(&rx->data_iter, ITER_DEST, sreq->core_bvec,
+			      sreq->core_nr_bvec, rx->data_len);
+	} else {
+		iov_iter_bvec(&rx->data_iter, ITER_DEST, sreq->rx_bvec,
+			      sreq->rx_nr_bvec, rx->data_len);
+	}
+	return 0;
+}
+
+int tern_server_rx_request_done(struct tern_core_lane *cl)
+{
+	const struct tern_endpoint_ops *ops = cl->ep->ops;
+	struct tern_lane_rx *rx = &cl->pub.rx;
+	struct tern_srv_req *sreq = rx->sreq;
+	struct tern_session *sess = sreq->sess;
+
+	if (cl->data_crc) {
+		const struct bio_vec *bv = sreq->rx_bvec ?: sreq->core_bvec;
+		unsigned int nr = sreq->rx_bvec ? sreq->rx_nr_bvec :
+						  sreq->core_nr_bvec;
+		u32 crc = tern_crc_front_data(sreq->front_buf, rx->front_len,
+					      bv, nr, rx->data_len);
+
+		if (crc != le32_to_cpu(rx->hdr.data_crc) || tern_inject_crc()) {
+			TERN_LANE_STAT(cl, crc_errors, 1);
+			pr_warn_ratelimited("%s: data crc mismatch on request tid %llu\n",
+					    cl->name, sreq->tid);
+			return -EBADMSG;
+		}
+	}
+	rx->sreq = NULL;
+
+	spin_lock_bh(&sess->lock);
+	list_add_tail(&sreq->entry, &sess->srv_reqs);
+	spin_unlock_bh(&sess->lock);
+	atomic64_inc(&sess->requests);
+	if (sreq->resent)
+		atomic64_inc(&sess->duplicates);
+
+	set_bit(TERN_SREQ_ULP, &sreq->state);
+	if (ops && ops->request)
+		ops->request(sreq);
+	else
+		tern_reply(sreq, -EOPNOTSUPP, NULL, 0);
+	return 0;
+}
+
+static void tern_srv_req_send(struct tern_srv_req *sreq)
+{
+	struct tern_session *sess = sreq->sess;
+	struct tern_core_lane *cl = to_core_lane(sreq->lane);
+	bool live;
+
+	spin_lock_bh(&sess->lock);
+	live = cl->state == TERN_LANE_LIVE && cl->sess == sess;
+	if (live)
+		tern_lane_queue_frame(cl, &sreq->frame);
+	spin_unlock_bh(&sess->lock);
+	if (live) {
+		atomic64_inc(&sess->replies);
+	} else {
+		atomic64_inc(&sess->replies_dropped);
+		tern_srv_req_finish(sreq);	/* the requester resends */
+	}
+}
+
+static void tern_srv_req_send_work(struct work_struct *work)
+{
+	tern_srv_req_send(container_of(work, struct tern_srv_req, work));
+}
+
+/**
+ * tern_reply - answer a request
+ * @req: the request from &tern_endpoint_ops.request
+ * @status: status for the requester (&tern_request.reply_status)
+ * @front: reply front, copied; may be NULL when @front_len is 0
+ * @front_len: at most the session's max_front
+ *
+ * Data pushed with tern_push() follows the reply. Any context. On success
+ * @req belongs to the core (it may be freed before this returns): the
+ * core calls &tern_endpoint_ops.release once the reply has left, or has
+ * been dropped because the request's lane died (the requester resends).
+ * Return: 0; -EMSGSIZE; -ENOMEM (the request stays unanswered: retry);
+ * -EINVAL if already answered.
+ */
+int tern_reply(struct tern_srv_req *req, int status, const void *front,
+	       u32 front_len)
+{
+	struct tern_session *sess = req->sess;
+	struct tern_wire_hdr *hdr = &req->frame.hdr;
+	bool atomic = in_hardirq() || irqs_disabled();
+	u16 flags = 0;
+	u32 data_len = req->frame.bvec ? req->pushed_len : 0;
+	u32 crc;
+
+	if (front_len > sess->info.max_front)
+		return -EMSGSIZE;
+	if (test_and_set_bit(TERN_SREQ_REPLIED, &req->state))
+		return -EINVAL;
+	if (front_len) {
+		req->reply_front_buf = kmemdup(front, front_len,
+					       atomic ? GFP_ATOMIC : GFP_NOIO);
+		if (!req->reply_front_buf) {
+			clear_bit(TERN_SREQ_REPLIED, &req->state);
+			return -ENOMEM;
+		}
+	}
+
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = cpu_to_le32(TERN_WIRE_MAGIC);
+	hdr->version = TERN_WIRE_VERSION;
+	hdr->type = TERN_WIRE_REPLY;
+	hdr->tid = cpu_to_le64(req->tid);
+	hdr->status = cpu_to_le32((u32)status);
+	hdr->front_len = cpu_to_le32(front_len);
+	hdr->data_len = cpu_to_le32(data_len);
+	req->frame.front = req->reply_front_buf;
+	if (sess->info.features & TERN_FEAT_DATA_CRC) {
+		flags |= TERN_WIRE_F_DATA_CRC;
+		crc = tern_crc_front_data(req->reply_front_buf, front_len,
+					  req->frame.bvec, req->frame.nr_bvec,
+					  data_len);
+		hdr->data_crc = cpu_to_le32(crc);
+	}
+	hdr->flags = cpu_to_le16(flags);
+
+	if (atomic) {
+		INIT_WORK(&req->work, tern_srv_req_send_work);
+		queue_work(tern_wq, &req->work);
+	} else {
+		tern_srv_req_send(req);
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_reply);
+
+/**
+ * tern_push - send local pages to the requester's buffer
+ * @req: a FROM_RESPONDER request
+ * @bvec: local data
+ * @nr_bvec: entries in @bvec
+ * @len: bytes, at most @req->data_len
+ * @done: called with the result, possibly before tern_push() returns
+ *
+ * On stream transports the data follows the reply, so @bvec and its pages
+ * must stay valid until &tern_endpoint_ops.release. One push per request.
+ * Return: 0 (then @done is called) or -EINVAL.
+ */
+int tern_push(struct tern_srv_req *req, const struct bio_vec *bvec,
+	      unsigned int nr_bvec, u32 len, tern_xfer_done_t done)
+{
+	if (req->dir != TERN_DATA_FROM_RESPONDER || !len ||
+	    len > req->data_len || req->frame.bvec ||
+	    tern_bvec_len_ok(bvec, nr_bvec, len))
+		return -EINVAL;
+	req->frame.bvec = bvec;
+	req->frame.nr_bvec = nr_bvec;
+	req->pushed_len = len;
+	if (done)
+		done(req, 0);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_push);
+
+/**
+ * tern_pull - copy the requester's data into local pages
+ * @req: a TO_RESPONDER request
+ * @bvec: local destination
+ * @nr_bvec: entries in @bvec
+ * @offset: offset into the requester's buffer
+ * @len: bytes to move
+ * @done: called with the result, possibly before tern_pull() returns
+ *
+ * When @bvec is the buffer the ULP supplied from ->alloc_data and @offset
+ * is 0, the data is already there and nothing is copied.
+ * Return: 0 (then @done is called) or -EINVAL.
+ */
+int tern_pull(struct tern_srv_req *req, const struct bio_vec *bvec,
+	      unsigned int nr_bvec, u32 offset, u32 len, tern_xfer_done_t done)
+{
+	const struct bio_vec *src = req->rx_bvec ?: req->core_bvec;
+	unsigned int src_nr = req->rx_bvec ? req->rx_nr_bvec :
+					     req->core_nr_bvec;
+
+	if (req->dir != TERN_DATA_TO_RESPONDER || offset > req->data_len ||
+	    len > req->data_len - offset ||
+	    tern_bvec_len_ok(bvec, nr_bvec, len))
+		return -EINVAL;
+	if (len && !(src == bvec && !offset))
+		tern_bvec_copy(bvec, nr_bvec, src, src_nr, offset, len);
+	if (done)
+		done(req, 0);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_pull);

@@ -1,0 +1,1205 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern messenger core: sessions and the requester side.
+ *
+ * A session owns its lane slots, the table of pending requests (by tid),
+ * a backlog of requests waiting for a live lane and the in-flight
+ * throttle. Requests are at-least-once: a request without a reply when its
+ * lane dies is resent, flagged TERN_WIRE_F_RESENT, on another live lane or
+ * on the first lane that comes back. If no lane is live for the loss
+ * timeout, every pending request fails with -ETIMEDOUT.
+ *
+ * Locking: sess->lock (spinlock, bh) protects state, slots, the pending
+ * table, the backlog, the throttle counters and each request's lane and
+ * rx_lane. It nests outside lane->tx_lock. ULP callbacks (done, events)
+ * run without locks held, in process context.
+ *
+ * Request lifetime: req->ref is one for "pending" plus one while a lane
+ * transmits it; done() runs when both are gone, so a reply racing with
+ * the end of a transmission never frees pages under the transport.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/random.h>
+#include <linux/sched/mm.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include "tern_core.h"
+
+static void tern_session_free_work(struct work_struct *work)
+{
+	struct tern_session *sess = container_of(work, struct tern_session,
+						 free_work);
+	struct tern_endpoint *ep = sess->ep;
+	bool counted = sess->counted;
+
+	cancel_work_sync(&sess->event_work);
+	if (!sess->requester && ep->ops && ep->ops->session_event)
+		ep->ops->session_event(sess, TERN_SESSION_GONE);
+	debugfs_remove_recursive(sess->dbg);
+	kfree(sess->slots);
+	kfree(sess);
+	tern_obj_dec(TERN_OBJ_SESSION);
+
+	if (!counted)
+		return;
+	mutex_lock(&ep->lock);
+	ep->nr_sessions--;
+	wake_up_all(&ep->wait);
+	mutex_unlock(&ep->lock);
+}
+
+static void tern_session_release(struct kref *ref)
+{
+	struct tern_session *sess = container_of(ref, struct tern_session,
+						 ref);
+
+	queue_work(tern_wq, &sess->free_work);
+}
+
+void tern_session_put(struct tern_session *sess)
+{
+	kref_put(&sess->ref, tern_session_release);
+}
+
+static void tern_session_event_work(struct work_struct *work)
+{
+	struct tern_session *sess = container_of(work, struct tern_session,
+						 event_work);
+	const struct tern_endpoint_ops *ops = sess->ep->ops;
+	unsigned long events = xchg(&sess->events, 0);
+	unsigned int ev;
+
+	if (!ops || !ops->session_event)
+		return;
+	for (ev = TERN_SESSION_UP; ev <= TERN_SESSION_FAILED; ev++)
+		if (events & BIT(ev))
+			ops->session_event(sess, ev);
+}
+
+void tern_session_event(struct tern_session *sess,
+			enum tern_session_event ev)
+{
+	set_bit(ev, &sess->events);
+	queue_work(tern_wq, &sess->event_work);
+}
+
+static void tern_slot_connect_work(struct work_struct *work);
+static void tern_session_loss_work(struct work_struct *work);
+
+struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
+					bool requester, unsigned int nr_slots)
+{
+	struct tern_session *sess;
+	unsigned int i;
+
+	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	if (!sess)
+		return NULL;
+	sess->slots = kcalloc(nr_slots, sizeof(*sess->slots), GFP_KERNEL);
+	if (!sess->slots) {
+		kfree(sess);
+		return NULL;
+	}
+	tern_obj_inc(TERN_OBJ_SESSION);
+	kref_init(&sess->ref);
+	sess->ep = ep;
+	sess->requester = requester;
+	sess->nr_slots = nr_slots;
+	spin_lock_init(&sess->lock);
+	hash_init(sess->pending);
+	INIT_LIST_HEAD(&sess->backlog);
+	INIT_LIST_HEAD(&sess->srv_reqs);
+	INIT_LIST_HEAD(&sess->ep_entry);
+	init_waitqueue_head(&sess->wait);
+	INIT_DELAYED_WORK(&sess->loss_work, tern_session_loss_work);
+	INIT_WORK(&sess->event_work, tern_session_event_work);
+	INIT_WORK(&sess->free_work, tern_session_free_work);
+	for (i = 0; i < nr_slots; i++) {
+		sess->slots[i].sess = sess;
+		sess->slots[i].idx = i;
+		INIT_DELAYED_WORK(&sess->slots[i].connect_work,
+				  tern_slot_connect_work);
+	}
+	return sess;
+}
+
+/* Caller holds sess->lock. */
+static struct tern_core_lane *tern_pick_lane_locked(struct tern_session *sess,
+						    unsigned int hint)
+{
+	unsigned int n = sess->info.nr_lanes, i;
+	struct tern_core_lane *cl;
+
+	if (!sess->nr_live || !n)
+		return NULL;
+	cl = sess->slots[hint % n].lane;
+	if (cl && cl->state == TERN_LANE_LIVE)
+		return cl;
+	for (i = 0; i < n; i++) {
+		cl = sess->slots[(sess->rr + i) % n].lane;
+		if (cl && cl->state == TERN_LANE_LIVE) {
+			sess->rr = (sess->rr + i + 1) % n;
+			return cl;
+		}
+	}
+	return NULL;
+}
+
+/* Send @req on a live lane, or park it in the backlog. */
+static void tern_req_queue_locked(struct tern_session *sess,
+				  struct tern_request *req)
+{
+	struct tern_core_lane *cl = tern_pick_lane_locked(sess, req->lane_hint);
+
+	if (!cl) {
+		req->lane = NULL;
+		list_add_tail(&req->backlog, &sess->backlog);
+		return;
+	}
+	req->lane = &cl->pub;
+	tern_lane_queue_frame(cl, &req->frame);
+}
+
+/* Take @req off every queue; caller holds sess->lock. */
+static void tern_req_unlink_locked(struct tern_request *req)
+{
+	hash_del(&req->hash);
+	list_del_init(&req->backlog);
+	if (req->lane)
+		tern_lane_dequeue_frame(to_core_lane(req->lane), &req->frame);
+	req->lane = NULL;
+}
+
+void tern_req_put(struct tern_request *req)
+{
+	struct tern_session *sess = req->sess;
+
+	if (!refcount_dec_and_test(&req->ref))
+		return;
+	spin_lock_bh(&sess->lock);
+	sess->inflight--;
+	sess->inflight_bytes -= req->data_len;
+	spin_unlock_bh(&sess->lock);
+	wake_up_all(&sess->wait);
+	req->done(req);
+}
+
+void tern_request_tx_done(struct tern_request *req)
+{
+	tern_req_put(req);
+}
+
+static void tern_req_fail_list(struct list_head *list, int status,
+			       atomic64_t *counter)
+{
+	struct tern_request *req, *tmp;
+
+	list_for_each_entry_safe(req, tmp, list, backlog) {
+		list_del_init(&req->backlog);
+		req->status = status;
+		if (counter)
+			atomic64_inc(counter);
+		tern_req_put(req);
+	}
+}
+
+/* Move every pending request to @out; caller holds sess->lock. */
+static void tern_session_collect_locked(struct tern_session *sess,
+					struct list_head *out)
+{
+	struct tern_request *req;
+	struct hlist_node *tmp;
+	unsigned int bkt;
+
+	hash_for_each_safe(sess->pending, bkt, tmp, req, hash) {
+		if (req->rx_lane)
+			continue;	/* the receiving lane completes it */
+		tern_req_unlink_locked(req);
+		list_add_tail(&req->backlog, out);
+	}
+}
+
+/**
+ * tern_request_init - prepare a request for tern_send()
+ * @req: the request; call before filling in its fields
+ */
+void tern_request_init(struct tern_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	INIT_LIST_HEAD(&req->frame.entry);
+	INIT_HLIST_NODE(&req->hash);
+	INIT_LIST_HEAD(&req->backlog);
+	req->frame.kind = TERN_FRAME_REQUEST;
+}
+EXPORT_SYMBOL_GPL(tern_request_init);
+
+/* Reserve throttle room; true when done waiting (*err says how). */
+static bool tern_throttle_get(struct tern_session *sess, u32 bytes, int *err)
+{
+	bool done = true;
+
+	spin_lock_bh(&sess->lock);
+	if (sess->state == TERN_SESS_FAILED || sess->state == TERN_SESS_DEAD) {
+		*err = -ENOTCONN;
+	} else if (sess->inflight < sess->info.queue_depth &&
+		   (!sess->inflight ||
+		    sess->inflight_bytes + bytes <=
+		    sess->opts.max_inflight_bytes)) {
+		sess->inflight++;
+		sess->inflight_bytes += bytes;
+		*err = 0;
+	} else {
+		*err = -EAGAIN;
+		done = false;
+	}
+	spin_unlock_bh(&sess->lock);
+	return done;
+}
+
+static int tern_request_check(struct tern_session *sess,
+			      struct tern_request *req)
+{
+	if (!req->done || req->front_len > sess->info.max_front ||
+	    (req->front_len && !req->front) ||
+	    (req->reply_front_max && !req->reply_front) ||
+	    req->data_len > sess->info.max_data)
+		return -EINVAL;
+	switch (req->dir) {
+	case TERN_DATA_NONE:
+		if (req->data_len)
+			return -EINVAL;
+		break;
+	case TERN_DATA_TO_RESPONDER:
+	case TERN_DATA_FROM_RESPONDER:
+		if (!req->data_len)
+			req->dir = TERN_DATA_NONE;
+		else if (tern_bvec_len_ok(req->bvec, req->nr_bvec,
+					  req->data_len))
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/**
+ * tern_send - start a request
+ * @sess: a session from tern_connect()
+ * @req: initialised request
+ * @flags: TERN_SEND_NOWAIT to fail with -EAGAIN rather than sleep when
+ *	the session's in-flight limits are reached
+ *
+ * On success @req->done will be called exactly once. Without
+ * TERN_SEND_NOWAIT this may sleep (process context only).
+ * Return: 0; -EINVAL for a malformed request; -EAGAIN (NOWAIT, throttled);
+ * -ENOTCONN when the session has failed or is being destroyed; -EINTR.
+ */
+int tern_send(struct tern_session *sess, struct tern_request *req,
+	      unsigned int flags)
+{
+	struct tern_wire_hdr *hdr = &req->frame.hdr;
+	u16 wflags = 0;
+	int err, ret;
+	u32 crc;
+
+	if (!sess->requester)
+		return -EINVAL;
+	err = tern_request_check(sess, req);
+	if (err)
+		return err;
+
+	if (flags & TERN_SEND_NOWAIT) {
+		tern_throttle_get(sess, req->data_len, &err);
+	} else {
+		ret = wait_event_killable(sess->wait,
+					  tern_throttle_get(sess,
+							    req->data_len,
+							    &err));
+		if (ret)
+			return -EINTR;
+	}
+	if (err)
+		return err;
+
+	refcount_set(&req->ref, 1);
+	req->sess = sess;
+	req->status = 0;
+	req->reply_status = 0;
+	req->reply_front_len = 0;
+	req->reply_data_len = 0;
+	req->resends = 0;
+	req->lane = NULL;
+	req->rx_lane = NULL;
+
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = cpu_to_le32(TERN_WIRE_MAGIC);
+	hdr->version = TERN_WIRE_VERSION;
+	hdr->type = TERN_WIRE_REQUEST;
+	hdr->front_len = cpu_to_le32(req->front_len);
+	hdr->buf_len = cpu_to_le32(req->data_len);
+	req->frame.front = req->front;
+	req->frame.bvec = NULL;
+	req->frame.nr_bvec = 0;
+	if (req->dir == TERN_DATA_TO_RESPONDER) {
+		wflags |= TERN_WIRE_F_DATA_TO_RESPONDER;
+		hdr->data_len = cpu_to_le32(req->data_len);
+		req->frame.bvec = req->bvec;
+		req->frame.nr_bvec = req->nr_bvec;
+	} else if (req->dir == TERN_DATA_FROM_RESPONDER) {
+		wflags |= TERN_WIRE_F_DATA_FROM_RESPONDER;
+	}
+	if (sess->info.features & TERN_FEAT_DATA_CRC) {
+		wflags |= TERN_WIRE_F_DATA_CRC;
+		crc = tern_crc_front_data(req->front, req->front_len,
+					  req->frame.bvec, req->frame.nr_bvec,
+					  le32_to_cpu(hdr->data_len));
+		hdr->data_crc = cpu_to_le32(crc);
+	}
+	hdr->flags = cpu_to_le16(wflags);
+
+	spin_lock_bh(&sess->lock);
+	if (sess->state == TERN_SESS_FAILED || sess->state == TERN_SESS_DEAD) {
+		sess->inflight--;
+		sess->inflight_bytes -= req->data_len;
+		spin_unlock_bh(&sess->lock);
+		wake_up_all(&sess->wait);
+		return -ENOTCONN;
+	}
+	req->tid = ++sess->next_tid;
+	hdr->tid = cpu_to_le64(req->tid);
+	hash_add(sess->pending, &req->hash, req->tid);
+	tern_req_queue_locked(sess, req);
+	spin_unlock_bh(&sess->lock);
+	atomic64_inc(&sess->requests);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_send);
+
+/**
+ * tern_cancel - give up on a request
+ * @req: a request passed to tern_send() whose done() has not run
+ *
+ * Return: 0 if cancelled (done() runs with status -ECANCELED, possibly
+ * before this returns); -EBUSY if its reply is being received right now;
+ * -ENOENT if it is already completing.
+ */
+int tern_cancel(struct tern_request *req)
+{
+	struct tern_session *sess = req->sess;
+
+	if (!sess)
+		return -ENOENT;	/* never sent */
+	spin_lock_bh(&sess->lock);
+	if (hlist_unhashed(&req->hash)) {
+		spin_unlock_bh(&sess->lock);
+		return -ENOENT;
+	}
+	if (req->rx_lane) {
+		spin_unlock_bh(&sess->lock);
+		return -EBUSY;
+	}
+	tern_req_unlink_locked(req);
+	spin_unlock_bh(&sess->lock);
+	req->status = -ECANCELED;
+	tern_req_put(req);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_cancel);
+
+static struct tern_request *tern_pending_find_locked(struct tern_session *sess,
+						     u64 tid)
+{
+	struct tern_request *req;
+
+	hash_for_each_possible(sess->pending, req, hash, tid)
+		if (req->tid == tid)
+			return req;
+	return NULL;
+}
+
+/* A reply doesn't match its request: fail the request, close the lane. */
+static int tern_reply_mismatch(struct tern_core_lane *cl,
+			       struct tern_request *req, const char *what)
+{
+	struct tern_session *sess = cl->sess;
+
+	tern_lane_proto_err(cl, "reply to tid %llu: %s", req->tid, what);
+	spin_lock_bh(&sess->lock);
+	req->rx_lane = NULL;
+	tern_req_unlink_locked(req);
+	spin_unlock_bh(&sess->lock);
+	cl->pub.rx.req = NULL;
+	req->status = -EPROTO;
+	atomic64_inc(&sess->failed);
+	tern_req_put(req);
+	return -EPROTO;
+}
+
+int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+	struct tern_session *sess = cl->sess;
+	u16 flags = le16_to_cpu(rx->hdr.flags);
+	u64 tid = le64_to_cpu(rx->hdr.tid);
+	struct tern_request *req;
+
+	if (flags & ~TERN_WIRE_F_DATA_CRC) {
+		tern_lane_proto_err(cl, "bad reply flags 0x%x", flags);
+		return -EPROTO;
+	}
+	if (!(flags & TERN_WIRE_F_DATA_CRC) != !cl->data_crc) {
+		tern_lane_proto_err(cl, "reply data crc flag does not match session");
+		return -EPROTO;
+	}
+
+	spin_lock_bh(&sess->lock);
+	req = tern_pending_find_locked(sess, tid);
+	if (req && !req->rx_lane)
+		req->rx_lane = &cl->pub;
+	else
+		req = NULL;
+	spin_unlock_bh(&sess->lock);
+
+	if (!req) {
+		/* Reply to a request already completed (a duplicate). */
+		rx->discard = true;
+		tern_rx_setup(cl, NULL, NULL, 0);
+		return 0;
+	}
+	rx->req = req;
+	if (rx->data_len && (req->dir != TERN_DATA_FROM_RESPONDER ||
+			     rx->data_len > req->data_len))
+		return tern_reply_mismatch(cl, req, "data length or direction");
+	if (rx->front_len > req->reply_front_max)
+		return tern_reply_mismatch(cl, req, "front too long");
+	tern_rx_setup(cl, req->reply_front, req->bvec, req->nr_bvec);
+	return 0;
+}
+
+int tern_session_rx_reply_done(struct tern_core_lane *cl)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+	struct tern_session *sess = cl->sess;
+	struct tern_request *req = rx->req;
+
+	if (!req)
+		return 0;
+	if (cl->data_crc) {
+		u32 crc = tern_crc_front_data(req->reply_front, rx->front_len,
+					      req->bvec, req->nr_bvec,
+					      rx->data_len);
+
+		if (crc != le32_to_cpu(rx->hdr.data_crc) || tern_inject_crc()) {
+			TERN_LANE_STAT(cl, crc_errors, 1);
+			pr_warn_ratelimited("%s: data crc mismatch on reply to tid %llu\n",
+					    cl->name, req->tid);
+			spin_lock_bh(&sess->lock);
+			req->rx_lane = NULL;
+			spin_unlock_bh(&sess->lock);
+			rx->req = NULL;
+			return -EBADMSG;
+		}
+	}
+
+	spin_lock_bh(&sess->lock);
+	req->rx_lane = NULL;
+	tern_req_unlink_locked(req);
+	spin_unlock_bh(&sess->lock);
+	rx->req = NULL;
+
+	req->reply_status = (s32)le32_to_cpu(rx->hdr.status);
+	req->reply_front_len = rx->front_len;
+	req->reply_data_len = rx->data_len;
+	atomic64_inc(&sess->replies);
+	tern_req_put(req);
+	return 0;
+}
+
+/* Caller holds sess->lock. */
+static void tern_slot_schedule_locked(struct tern_lane_slot *slot)
+{
+	struct tern_session *sess = slot->sess;
+	unsigned int delay = slot->backoff_ms;
+
+	if (sess->destroying)
+		return;
+	slot->backoff_ms = clamp(delay * 2, sess->opts.reconnect_min_ms,
+				 sess->opts.reconnect_max_ms);
+	mod_delayed_work(tern_wq, &slot->connect_work,
+			 msecs_to_jiffies(delay));
+}
+
+/* The lane finished its handshake; caller holds sess->lock. */
+void tern_session_lane_live_locked(struct tern_session *sess,
+				   struct tern_core_lane *cl)
+{
+	struct tern_request *req, *tmp;
+	LIST_HEAD(backlog);
+
+	WRITE_ONCE(cl->state, TERN_LANE_LIVE);
+	sess->nr_live++;
+	if (sess->state != TERN_SESS_LIVE) {
+		sess->state = TERN_SESS_LIVE;
+		cancel_delayed_work(&sess->loss_work);
+		/* Responders get UP once, synchronously, at creation. */
+		if (sess->requester)
+			tern_session_event(sess, TERN_SESSION_UP);
+	}
+	list_splice_init(&sess->backlog, &backlog);
+	list_for_each_entry_safe(req, tmp, &backlog, backlog) {
+		list_del_init(&req->backlog);
+		tern_req_queue_locked(sess, req);
+	}
+}
+
+static void tern_fill_hello(struct tern_session *sess, struct tern_core_lane *cl)
+{
+	struct tern_wire_hello *h = &cl->hello_tx;
+	const struct tern_session_opts *o = &sess->opts;
+	bool neg = sess->negotiated;
+
+	memset(h, 0, sizeof(*h));
+	h->session_id = cpu_to_le64(sess->id);
+	h->cookie = cpu_to_le64(sess->cookie);
+	h->incarnation = cpu_to_le64(sess->ep->incarnation);
+	h->features = cpu_to_le32(neg ? sess->info.features :
+				  (o->data_crc ? TERN_FEAT_DATA_CRC : 0));
+	h->max_data = cpu_to_le32(neg ? sess->info.max_data : o->max_data);
+	h->max_front = cpu_to_le32(neg ? sess->info.max_front :
+				   TERN_WIRE_MAX_FRONT);
+	h->keepalive_ms = cpu_to_le32(o->keepalive_ms);
+	h->nr_lanes = cpu_to_le16(neg ? sess->info.nr_lanes : o->nr_lanes);
+	h->lane_idx = cpu_to_le16(cl->slot->idx);
+	h->queue_depth = cpu_to_le16(neg ? sess->info.queue_depth :
+				     o->queue_depth);
+}
+
+static void tern_slot_connect(struct tern_lane_slot *slot);
+
+static void tern_slot_connect_work(struct work_struct *work)
+{
+	struct tern_lane_slot *slot = container_of(to_delayed_work(work),
+						   struct tern_lane_slot,
+						   connect_work);
+	struct tern_session *sess = slot->sess;
+	unsigned int noio;
+	bool abandon;
+
+	spin_lock_bh(&sess->lock);
+	abandon = sess->destroying || slot->lane;
+	spin_unlock_bh(&sess->lock);
+	if (abandon)
+		return;
+
+	/* Reconnecting may be what memory reclaim waits for: no I/O here. */
+	noio = memalloc_noio_save();
+	tern_slot_connect(slot);
+	memalloc_noio_restore(noio);
+}
+
+static void tern_slot_connect(struct tern_lane_slot *slot)
+{
+	struct tern_session *sess = slot->sess;
+	struct tern_core_lane *cl;
+	bool bound;
+	int err;
+
+	cl = tern_lane_alloc(sess->ep, sess->tops, true);
+	if (!cl) {
+		err = -ENOMEM;
+		goto retry;
+	}
+	snprintf(cl->name, sizeof(cl->name), "%s/%016llx/%u", sess->ep->name,
+		 sess->id, slot->idx);
+	cl->slot = slot;
+	cl->sess = sess;
+	kref_get(&sess->ref);
+	/*
+	 * Once connected the transport may fail the lane at any time, and
+	 * its teardown drops the creator's reference: hold our own.
+	 */
+	kref_get(&cl->ref);
+
+	err = sess->tops->connect(&cl->pub, &sess->addr);
+	if (err) {
+		pr_debug("%s: connect failed (%d)\n", cl->name, err);
+		cl->sess = NULL;
+		cl->slot = NULL;
+		tern_session_put(sess);
+		tern_endpoint_lane_gone(cl->ep, cl);
+		tern_lane_put(cl);
+		tern_lane_put(cl);
+		goto retry;
+	}
+
+	tern_fill_hello(sess, cl);
+	spin_lock_bh(&sess->lock);
+	bound = !sess->destroying && !test_bit(TERN_LANE_F_DYING, &cl->flags);
+	if (bound) {
+		cl->bound = true;
+		WRITE_ONCE(cl->state, TERN_LANE_HANDSHAKE);
+		slot->lane = cl;
+		sess->nr_lanes++;
+		tern_lane_queue_hello(cl);
+		tern_lane_arm_keepalive(cl,
+					READ_ONCE(tern_handshake_timeout_ms));
+	} else {
+		tern_slot_schedule_locked(slot);
+	}
+	spin_unlock_bh(&sess->lock);
+	if (!bound)
+		tern_lane_kill(cl, -ESHUTDOWN);
+	tern_lane_put(cl);
+	return;
+
+retry:
+	spin_lock_bh(&sess->lock);
+	slot->last_err = err;
+	if (!sess->negotiated && !slot->idx && !sess->fatal_err)
+		sess->fatal_err = err;	/* first connect fails fast */
+	else
+		tern_slot_schedule_locked(slot);
+	spin_unlock_bh(&sess->lock);
+	wake_up_all(&sess->wait);
+}
+
+int tern_session_rx_hello_ack(struct tern_core_lane *cl)
+{
+	const struct tern_wire_hello *h = &cl->hello_rx;
+	const struct tern_wire_hello *mine = &cl->hello_tx;
+	struct tern_session *sess = cl->sess;
+	struct tern_session_info v = {};
+	int status = (s32)le32_to_cpu(h->status);
+	unsigned int i;
+	u64 inc;
+
+	if (status) {
+		pr_warn_ratelimited("%s: peer refused the handshake (%d)\n",
+				    cl->name, status);
+		spin_lock_bh(&sess->lock);
+		if (!sess->negotiated)
+			sess->fatal_err = status < 0 ? status : -ECONNREFUSED;
+		spin_unlock_bh(&sess->lock);
+		wake_up_all(&sess->wait);
+		return -ECONNREFUSED;
+	}
+
+	v.nr_lanes = le16_to_cpu(h->nr_lanes);
+	v.queue_depth = le16_to_cpu(h->queue_depth);
+	v.max_data = le32_to_cpu(h->max_data);
+	v.max_front = le32_to_cpu(h->max_front);
+	v.features = le32_to_cpu(h->features);
+	if (h->session_id != mine->session_id || h->cookie != mine->cookie ||
+	    h->lane_idx != mine->lane_idx ||
+	    !v.nr_lanes || v.nr_lanes > le16_to_cpu(mine->nr_lanes) ||
+	    cl->slot->idx >= v.nr_lanes ||
+	    !v.queue_depth || v.queue_depth > le16_to_cpu(mine->queue_depth) ||
+	    v.max_data < TERN_MIN_MAX_DATA ||
+	    v.max_data > le32_to_cpu(mine->max_data) ||
+	    v.max_front < 64 || v.max_front > le32_to_cpu(mine->max_front) ||
+	    (v.features & ~le32_to_cpu(mine->features))) {
+		tern_lane_proto_err(cl, "handshake answer out of bounds");
+		return -EPROTO;
+	}
+	inc = le64_to_cpu(h->incarnation);
+
+	spin_lock_bh(&sess->lock);
+	if (!sess->negotiated) {
+		v.session_id = sess->id;
+		v.requester = true;
+		sess->info = v;
+		sess->negotiated = true;
+		for (i = 1; i < v.nr_lanes && !sess->destroying; i++)
+			mod_delayed_work(tern_wq, &sess->slots[i].connect_work,
+					 0);
+	} else if (v.nr_lanes != sess->info.nr_lanes ||
+		   v.queue_depth != sess->info.queue_depth ||
+		   v.max_data != sess->info.max_data ||
+		   v.max_front != sess->info.max_front ||
+		   v.features != sess->info.features) {
+		spin_unlock_bh(&sess->lock);
+		tern_lane_proto_err(cl, "peer changed session parameters");
+		return -EPROTO;
+	}
+	if (sess->peer_incarnation && sess->peer_incarnation != inc) {
+		atomic64_inc(&sess->peer_restarts);
+		pr_info_ratelimited("%s: peer restarted; pending requests will be resent\n",
+				    cl->name);
+	}
+	sess->peer_incarnation = inc;
+	cl->max_front = v.max_front;
+	cl->max_data = v.max_data;
+	cl->data_crc = v.features & TERN_FEAT_DATA_CRC;
+	cl->ka_interval_ms = sess->opts.keepalive_ms;
+	cl->ka_timeout_ms = sess->opts.keepalive_timeout_ms;
+	if (cl->slot->ever_live)
+		TERN_LANE_STAT(cl, reconnects, 1);
+	cl->slot->ever_live = true;
+	cl->slot->backoff_ms = 0;
+	tern_session_lane_live_locked(sess, cl);
+	spin_unlock_bh(&sess->lock);
+
+	wake_up_all(&sess->wait);
+	tern_lane_arm_keepalive(cl, cl->ka_interval_ms);
+	return 0;
+}
+
+static void tern_session_loss_work(struct work_struct *work)
+{
+	struct tern_session *sess = container_of(to_delayed_work(work),
+						 struct tern_session,
+						 loss_work);
+	LIST_HEAD(failed);
+
+	spin_lock_bh(&sess->lock);
+	if (sess->nr_live || sess->destroying ||
+	    sess->state != TERN_SESS_RECONNECTING) {
+		spin_unlock_bh(&sess->lock);
+		return;
+	}
+	sess->state = TERN_SESS_FAILED;
+	tern_session_collect_locked(sess, &failed);
+	spin_unlock_bh(&sess->lock);
+
+	pr_warn_ratelimited("%s/%016llx: no live lane for %u ms, failing pending requests\n",
+			    sess->ep->name, sess->id,
+			    sess->opts.loss_timeout_ms);
+	wake_up_all(&sess->wait);
+	tern_req_fail_list(&failed, -ETIMEDOUT, &sess->failed);
+	tern_session_event(sess, TERN_SESSION_FAILED);
+}
+
+/*
+ * A lane of @sess is gone (its transport has stopped). Hand its frames
+ * back: requests are resent elsewhere or parked; replies and control
+ * frames die with the lane (the requester resends what they answered).
+ */
+void tern_session_lane_down(struct tern_session *sess,
+			    struct tern_core_lane *cl)
+{
+	struct tern_request *req, *put_req = NULL;
+	struct tern_frame *f, *ftmp, *cur;
+	struct tern_lane_slot *slot = cl->slot;
+	LIST_HEAD(drop_sreqs);
+	struct hlist_node *tmp;
+	LIST_HEAD(frames);
+	bool was_live, unlink = false;
+	unsigned int bkt;
+
+	spin_lock_bh(&sess->lock);
+	was_live = cl->state == TERN_LANE_LIVE;
+	WRITE_ONCE(cl->state, TERN_LANE_DEAD);
+	if (was_live)
+		sess->nr_live--;
+
+	spin_lock(&cl->tx_lock);
+	list_splice_init(&cl->tx_queue, &frames);
+	cur = cl->tx_cur;
+	cl->tx_cur = NULL;
+	cl->ping_queued = false;
+	cl->pong_queued = false;
+	cl->hello_queued = false;
+	spin_unlock(&cl->tx_lock);
+
+	if (cur) {
+		if (cur->kind == TERN_FRAME_REQUEST)
+			put_req = container_of(cur, struct tern_request, frame);
+		else
+			list_add(&cur->entry, &frames);
+	}
+	list_for_each_entry_safe(f, ftmp, &frames, entry) {
+		list_del_init(&f->entry);
+		if (f->kind == TERN_FRAME_REPLY) {
+			list_add_tail(&f->entry, &drop_sreqs);
+		} else if (f->kind == TERN_FRAME_REQUEST) {
+			/* Never left this host: move it, not a resend. */
+			req = container_of(f, struct tern_request, frame);
+			tern_req_queue_locked(sess, req);
+		}
+	}
+
+	/* Sent, or partly sent, on this lane: resend. */
+	hash_for_each_safe(sess->pending, bkt, tmp, req, hash) {
+		if (req->lane != &cl->pub)
+			continue;
+		req->lane = NULL;
+		req->resends++;
+		req->frame.hdr.flags |= cpu_to_le16(TERN_WIRE_F_RESENT);
+		if (slot)
+			TERN_LANE_STAT(cl, resends, 1);
+		tern_req_queue_locked(sess, req);
+	}
+
+	if (cl->bound) {
+		cl->bound = false;
+		sess->nr_lanes--;
+		if (slot && slot->lane == cl) {
+			slot->lane = NULL;
+			if (sess->requester)
+				tern_slot_schedule_locked(slot);
+		}
+	}
+	if (sess->requester && !sess->nr_live && !sess->destroying &&
+	    sess->state == TERN_SESS_LIVE) {
+		sess->state = TERN_SESS_RECONNECTING;
+		mod_delayed_work(tern_wq, &sess->loss_work,
+				 msecs_to_jiffies(sess->opts.loss_timeout_ms));
+		tern_session_event(sess, TERN_SESSION_DOWN);
+	}
+	if (!sess->requester && !sess->nr_lanes)
+		unlink = true;
+	cl->sess = NULL;
+	cl->slot = NULL;
+	spin_unlock_bh(&sess->lock);
+
+	wake_up_all(&sess->wait);
+	list_for_each_entry_safe(f, ftmp, &drop_sreqs, entry) {
+		list_del_init(&f->entry);
+		atomic64_inc(&sess->replies_dropped);
+		tern_srv_req_finish(container_of(f, struct tern_srv_req, frame));
+	}
+	if (put_req)
+		tern_req_put(put_req);
+	if (unlink)
+		tern_endpoint_unlink_session(sess);
+	tern_session_put(sess);	/* the lane's reference */
+}
+
+static int tern_opts_fill(struct tern_session_opts *o,
+			  const struct tern_session_opts *in)
+{
+	if (in)
+		*o = *in;
+	else
+		memset(o, 0, sizeof(*o));
+	if (!o->nr_lanes)
+		o->nr_lanes = TERN_DEF_LANES;
+	if (!o->queue_depth)
+		o->queue_depth = TERN_DEF_QUEUE_DEPTH;
+	if (!o->max_inflight_bytes)
+		o->max_inflight_bytes = TERN_DEF_INFLIGHT_BYTES;
+	if (!o->max_data)
+		o->max_data = TERN_DEF_MAX_DATA;
+	if (!o->keepalive_ms)
+		o->keepalive_ms = TERN_DEF_KEEPALIVE_MS;
+	if (!o->keepalive_timeout_ms)
+		o->keepalive_timeout_ms = TERN_DEF_KEEPALIVE_TMO_MS;
+	if (!o->reconnect_min_ms)
+		o->reconnect_min_ms = TERN_DEF_RECONNECT_MIN_MS;
+	if (!o->reconnect_max_ms)
+		o->reconnect_max_ms = TERN_DEF_RECONNECT_MAX_MS;
+	if (!o->loss_timeout_ms)
+		o->loss_timeout_ms = TERN_DEF_LOSS_TMO_MS;
+	if (!o->connect_timeout_ms)
+		o->connect_timeout_ms = TERN_DEF_CONNECT_TMO_MS;
+
+	if (o->nr_lanes > TERN_WIRE_MAX_LANES ||
+	    o->queue_depth > TERN_WIRE_MAX_QDEPTH ||
+	    o->max_data < TERN_MIN_MAX_DATA || o->max_data > TERN_WIRE_MAX_DATA ||
+	    o->keepalive_ms < 100 ||
+	    o->keepalive_timeout_ms <= o->keepalive_ms ||
+	    o->reconnect_min_ms > o->reconnect_max_ms ||
+	    o->reconnect_max_ms > 3600 * 1000 ||
+	    o->loss_timeout_ms > 24 * 3600 * 1000 ||
+	    o->connect_timeout_ms > 3600 * 1000)
+		return -EINVAL;
+	return 0;
+}
+
+static bool tern_connect_settled(struct tern_session *sess)
+{
+	bool done;
+
+	spin_lock_bh(&sess->lock);
+	done = sess->fatal_err ||
+	       (sess->negotiated && sess->nr_live == sess->info.nr_lanes);
+	spin_unlock_bh(&sess->lock);
+	return done;
+}
+
+/**
+ * tern_connect - open a session to a remote endpoint
+ * @ep: local endpoint
+ * @uri: "tcp://HOST[:PORT]" or "rdma://HOST[:PORT]"
+ * @opts: options, or NULL for defaults
+ *
+ * Sleeps until every negotiated lane is live, the peer refuses, or the
+ * connect timeout passes.
+ * Return: the session, or ERR_PTR: -EINVAL (bad URI or options),
+ * -EPROTONOSUPPORT (no such transport), a connect error, -ECONNREFUSED
+ * (handshake refused), -ETIMEDOUT, -EINTR.
+ */
+struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
+				  const struct tern_session_opts *opts)
+{
+	const struct tern_transport_ops *tops;
+	struct sockaddr_storage addr;
+	struct tern_session_opts o;
+	struct tern_session *sess;
+	char scheme[16];
+	long left;
+	int err;
+
+	err = tern_parse_uri(uri, scheme, sizeof(scheme), &addr);
+	if (err)
+		return ERR_PTR(err);
+	err = tern_opts_fill(&o, opts);
+	if (err)
+		return ERR_PTR(err);
+	tops = tern_transport_get(scheme);
+	if (!tops)
+		return ERR_PTR(-EPROTONOSUPPORT);
+
+	sess = tern_session_alloc(ep, true, o.nr_lanes);
+	if (!sess) {
+		tern_transport_put(tops);
+		return ERR_PTR(-ENOMEM);
+	}
+	sess->tops = tops;
+	sess->addr = addr;
+	sess->opts = o;
+	sess->id = get_random_u64();
+	sess->cookie = get_random_u64();
+	sess->info.nr_lanes = 0;
+	err = tern_endpoint_link_session(ep, sess);
+	if (err) {
+		tern_transport_put(tops);
+		tern_session_put(sess);
+		return ERR_PTR(err);
+	}
+
+	mod_delayed_work(tern_wq, &sess->slots[0].connect_work, 0);
+	left = wait_event_killable_timeout(sess->wait,
+					   tern_connect_settled(sess),
+					   msecs_to_jiffies(o.connect_timeout_ms));
+	spin_lock_bh(&sess->lock);
+	if (sess->negotiated && sess->nr_live == sess->info.nr_lanes)
+		err = 0;
+	else if (sess->fatal_err)
+		err = sess->fatal_err;
+	else if (left < 0)
+		err = -EINTR;
+	else
+		err = sess->slots[0].last_err ?: -ETIMEDOUT;
+	spin_unlock_bh(&sess->lock);
+	if (err) {
+		tern_session_destroy(sess);
+		return ERR_PTR(err);
+	}
+	return sess;
+}
+EXPORT_SYMBOL_GPL(tern_connect);
+
+/**
+ * tern_session_destroy - close a session opened with tern_connect()
+ * @sess: the session
+ *
+ * Stops reconnecting, closes every lane and completes every pending
+ * request with -ESHUTDOWN before returning. Process context.
+ */
+void tern_session_destroy(struct tern_session *sess)
+{
+	struct tern_core_lane *lanes[TERN_WIRE_MAX_LANES];
+	unsigned int i, n = 0;
+	LIST_HEAD(failed);
+
+	if (WARN_ON_ONCE(!sess->requester))
+		return;
+
+	spin_lock_bh(&sess->lock);
+	sess->destroying = true;
+	sess->state = TERN_SESS_DEAD;
+	spin_unlock_bh(&sess->lock);
+	wake_up_all(&sess->wait);
+
+	for (i = 0; i < sess->nr_slots; i++)
+		cancel_delayed_work_sync(&sess->slots[i].connect_work);
+	cancel_delayed_work_sync(&sess->loss_work);
+
+	spin_lock_bh(&sess->lock);
+	for (i = 0; i < sess->nr_slots; i++) {
+		struct tern_core_lane *cl = sess->slots[i].lane;
+
+		if (cl) {
+			kref_get(&cl->ref);
+			lanes[n++] = cl;
+		}
+	}
+	spin_unlock_bh(&sess->lock);
+	for (i = 0; i < n; i++) {
+		tern_lane_kill(lanes[i], -ESHUTDOWN);
+		tern_lane_put(lanes[i]);
+	}
+	wait_event(sess->wait, !READ_ONCE(sess->nr_lanes));
+
+	spin_lock_bh(&sess->lock);
+	tern_session_collect_locked(sess, &failed);
+	spin_unlock_bh(&sess->lock);
+	tern_req_fail_list(&failed, -ESHUTDOWN, NULL);
+
+	tern_endpoint_unlink_session(sess);
+	cancel_work_sync(&sess->event_work);
+	tern_transport_put(sess->tops);
+	tern_session_put(sess);
+}
+EXPORT_SYMBOL_GPL(tern_session_destroy);
+
+/**
+ * tern_session_get_info - negotiated parameters of a session
+ * @sess: the session
+ * @info: filled in
+ */
+void tern_session_get_info(struct tern_session *sess,
+			   struct tern_session_info *info)
+{
+	spin_lock_bh(&sess->lock);
+	*info = sess->info;
+	spin_unlock_bh(&sess->lock);
+}
+EXPORT_SYMBOL_GPL(tern_session_get_info);
+
+/**
+ * tern_session_live - does the session have a live lane right now?
+ * @sess: the session
+ *
+ * Return: true if a request sent now would go out at once.
+ */
+bool tern_session_live(struct tern_session *sess)
+{
+	return READ_ONCE(sess->nr_live) > 0;
+}
+EXPORT_SYMBOL_GPL(tern_session_live);
+
+void tern_session_set_priv(struct tern_session *sess, void *priv)
+{
+	WRITE_ONCE(sess->priv, priv);
+}
+EXPORT_SYMBOL_GPL(tern_session_set_priv);
+
+void *tern_session_priv(struct tern_session *sess)
+{
+	return READ_ONCE(sess->priv);
+}
+EXPORT_SYMBOL_GPL(tern_session_priv);
+
+static const char *const tern_sess_state_names[] = {
+	[TERN_SESS_CONNECTING]	 = "connecting",
+	[TERN_SESS_LIVE]	 = "live",
+	[TERN_SESS_RECONNECTING] = "reconnecting",
+	[TERN_SESS_FAILED]	 = "failed",
+	[TERN_SESS_DEAD]	 = "dead",
+};
+
+static const char *const tern_lane_state_names[] = {
+	[TERN_LANE_CONNECTING]	= "connecting",
+	[TERN_LANE_HANDSHAKE]	= "handshake",
+	[TERN_LANE_LIVE]	= "live",
+	[TERN_LANE_DEAD]	= "dead",
+};
+
+static const struct {
+	const char	*name;
+	size_t		offset;
+} tern_stat_fields[] = {
+	{ "tx_msgs",	  offsetof(struct tern_stats, tx_msgs) },
+	{ "tx_bytes",	  offsetof(struct tern_stats, tx_bytes) },
+	{ "rx_msgs",	  offsetof(struct tern_stats, rx_msgs) },
+	{ "rx_bytes",	  offsetof(struct tern_stats, rx_bytes) },
+	{ "resends",	  offsetof(struct tern_stats, resends) },
+	{ "reconnects",	  offsetof(struct tern_stats, reconnects) },
+	{ "crc_errors",	  offsetof(struct tern_stats, crc_errors) },
+	{ "proto_errors", offsetof(struct tern_stats, proto_errors) },
+	{ "injected",	  offsetof(struct tern_stats, injected) },
+};
+
+static atomic64_t *tern_stat_field(struct tern_stats *st, unsigned int i)
+{
+	return (atomic64_t *)((char *)st + tern_stat_fields[i].offset);
+}
+
+void tern_stats_show(struct seq_file *m, const char *prefix,
+		     struct tern_stats *st)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(tern_stat_fields); i++)
+		seq_printf(m, "%s%s %lld\n", prefix, tern_stat_fields[i].name,
+			   (long long)atomic64_read(tern_stat_field(st, i)));
+}
+
+static int tern_session_stats_show(struct seq_file *m, void *v)
+{
+	struct tern_session *sess = m->private;
+	struct tern_stats sum = {};
+	unsigned int i, state, nr_live, inflight;
+	u64 inflight_bytes;
+	char prefix[16];
+
+	spin_lock_bh(&sess->lock);
+	state = sess->state;
+	nr_live = sess->nr_live;
+	inflight = sess->inflight;
+	inflight_bytes = sess->inflight_bytes;
+	spin_unlock_bh(&sess->lock);
+
+	seq_printf(m, "session_id %016llx\n", sess->id);
+	seq_printf(m, "role %s\n", sess->requester ? "requester" : "responder");
+	seq_printf(m, "state %s\n", tern_sess_state_names[state]);
+	seq_printf(m, "lanes %u\n", sess->info.nr_lanes);
+	seq_printf(m, "live_lanes %u\n", nr_live);
+	seq_printf(m, "queue_depth %u\n", sess->info.queue_depth);
+	seq_printf(m, "max_data %u\n", sess->info.max_data);
+	seq_printf(m, "data_crc %u\n",
+		   !!(sess->info.features & TERN_FEAT_DATA_CRC));
+	seq_printf(m, "inflight %u\n", inflight);
+	seq_printf(m, "inflight_bytes %llu\n", inflight_bytes);
+	seq_printf(m, "requests %lld\n", (long long)atomic64_read(&sess->requests));
+	seq_printf(m, "replies %lld\n", (long long)atomic64_read(&sess->replies));
+	seq_printf(m, "failed %lld\n", (long long)atomic64_read(&sess->failed));
+	seq_printf(m, "duplicates %lld\n",
+		   (long long)atomic64_read(&sess->duplicates));
+	seq_printf(m, "replies_dropped %lld\n",
+		   (long long)atomic64_read(&sess->replies_dropped));
+	seq_printf(m, "peer_restarts %lld\n",
+		   (long long)atomic64_read(&sess->peer_restarts));
+
+	for (i = 0; i < sess->nr_slots; i++) {
+		unsigned int f;
+
+		for (f = 0; f < ARRAY_SIZE(tern_stat_fields); f++)
+			atomic64_add(atomic64_read(tern_stat_field(&sess->slots[i].stats, f)),
+				     tern_stat_field(&sum, f));
+	}
+	tern_stats_show(m, "", &sum);
+
+	for (i = 0; i < sess->nr_slots; i++) {
+		struct tern_core_lane *cl;
+		unsigned int lstate = TERN_LANE_DEAD;
+
+		spin_lock_bh(&sess->lock);
+		cl = sess->slots[i].lane;
+		if (cl)
+			lstate = cl->state;
+		spin_unlock_bh(&sess->lock);
+		snprintf(prefix, sizeof(prefix), "lane%u.", i);
+		seq_printf(m, "%sstate %s\n", prefix,
+			   cl ? tern_lane_state_names[lstate] : "down");
+		tern_stats_show(m, prefix, &sess->slots[i].stats);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tern_session_stats);
+
+void tern_session_debugfs(struct tern_session *sess)
+{
+	char name[24];
+
+	snprintf(name, sizeof(name), "%s%016llx",
+		 sess->requester ? "" : "r-", sess->id);
+	sess->dbg = debugfs_create_dir(name, sess->ep->dbg);
+	debugfs_create_file("stats", 0400, sess->dbg, sess,
+			    &tern_session_stats_fops);
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tern messenger core: private definitions shared by the core sources.
+ *
+ * Locking (outer to inner):
+ *   tern_registry_lock (mutex)	transport list
+ *   ep->lock (mutex)		endpoint session, listener and lane lists
+ *   sess->lock (spinlock)	session state, lane slots, pending table,
+ *				backlog, throttle counters, server requests
+ *   lane->tx_lock (spinlock)	a lane's transmit queue and current frame
+ *
+ * The hot path takes sess->lock once per request and once per reply, and
+ * lane->tx_lock once per frame; nothing global. Process context only:
+ * transports call in from their per-lane workers.
+ */
+#ifndef _TERN_CORE_H
+#define _TERN_CORE_H
+
+#include <linux/atomic.h>
+#include <linux/hashtable.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/sizes.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+struct seq_file;
+#include <tern/tern.h>
+#include <tern/transport.h>
+
+#define TERN_DEF_LANES			1
+#define TERN_DEF_QUEUE_DEPTH		128
+#define TERN_DEF_INFLIGHT_BYTES		((u64)SZ_64M)
+#define TERN_DEF_MAX_DATA		SZ_1M
+#define TERN_DEF_KEEPALIVE_MS		5000
+#define TERN_DEF_KEEPALIVE_TMO_MS	15000
+#define TERN_DEF_RECONNECT_MIN_MS	100
+#define TERN_DEF_RECONNECT_MAX_MS	10000
+#define TERN_DEF_LOSS_TMO_MS		60000
+#define TERN_DEF_CONNECT_TMO_MS		10000
+#define TERN_MIN_MAX_DATA		4096
+
+enum tern_frame_kind {
+	TERN_FRAME_CTRL,	/* owned by the lane */
+	TERN_FRAME_REQUEST,	/* embedded in struct tern_request */
+	TERN_FRAME_REPLY,	/* embedded in struct tern_srv_req */
+};
+
+enum tern_lane_state {
+	TERN_LANE_CONNECTING,
+	TERN_LANE_HANDSHAKE,
+	TERN_LANE_LIVE,
+	TERN_LANE_DEAD,
+};
+
+enum tern_session_state {
+	TERN_SESS_CONNECTING,
+	TERN_SESS_LIVE,
+	TERN_SESS_RECONNECTING,	/* no live lane, within loss timeout */
+	TERN_SESS_FAILED,	/* loss timeout passed; still reconnecting */
+	TERN_SESS_DEAD,		/* being destroyed */
+};
+
+/* Counters; atomic64 so debugfs can read them without locks. */
+struct tern_stats {
+	atomic64_t	tx_msgs;
+	atomic64_t	tx_bytes;
+	atomic64_t	rx_msgs;
+	atomic64_t	rx_bytes;
+	atomic64_t	resends;
+	atomic64_t	reconnects;
+	atomic64_t	crc_errors;
+	atomic64_t	proto_errors;
+	atomic64_t	injected;
+};
+
+struct tern_core_lane;
+
+/* A lane position in a session; survives the connections that fill it. */
+struct tern_lane_slot {
+	struct tern_session	*sess;
+	unsigned int		idx;
+	struct tern_core_lane	*lane;		/* current connection */
+	struct delayed_work	connect_work;	/* requester only */
+	unsigned int		backoff_ms;
+	int			last_err;
+	bool			ever_live;
+	struct tern_stats	stats;
+};
+
+/* Lane flags */
+#define TERN_LANE_F_DYING	0	/* teardown queued */
+#define TERN_LANE_F_CLOSE_TX	1	/* close once the queue drains */
+#define TERN_LANE_F_TX_CLOSED	2	/* teardown started: no more kicks */
+
+struct tern_core_lane {
+	struct tern_lane	pub;
+	struct kref		ref;
+	struct tern_endpoint	*ep;
+	struct list_head	ep_entry;	/* ep->lanes */
+	struct tern_session	*sess;		/* NULL until bound */
+	struct tern_lane_slot	*slot;
+	bool			requester;
+	bool			bound;		/* counted in sess->nr_lanes */
+	bool			counted_handshake; /* in ep->nr_handshakes */
+	int			state;		/* enum tern_lane_state */
+	unsigned long		flags;
+	int			error;
+	char			name[80];
+
+	u32			max_front;	/* receive limits in force */
+	u32			max_data;
+	bool			data_crc;
+
+	spinlock_t		tx_lock;	/* tx_queue, tx_cur, *_queued */
+	struct list_head	tx_queue;
+	struct tern_frame	*tx_cur;
+	u32			tx_seq;		/* transmit worker only */
+	u32			rx_seq;		/* receive worker writes */
+
+	unsigned long		born;		/* jiffies */
+	unsigned long		last_rx;	/* jiffies */
+	unsigned int		ka_interval_ms;
+	unsigned int		ka_timeout_ms;
+	struct delayed_work	ka_work;
+	struct work_struct	teardown_work;
+
+	struct tern_frame	hello_frame;
+	struct tern_wire_hello	hello_tx;
+	struct tern_wire_hello	hello_rx;
+	struct tern_frame	ping_frame;
+	struct tern_frame	pong_frame;
+	bool			ping_queued;	/* under tx_lock */
+	bool			pong_queued;
+	bool			hello_queued;
+};
+
+static inline struct tern_core_lane *to_core_lane(struct tern_lane *lane)
+{
+	return container_of(lane, struct tern_core_lane, pub);
+}
+
+#define TERN_PENDING_BITS	8
+
+struct tern_session {
+	struct kref			ref;
+	struct tern_endpoint		*ep;
+	struct list_head		ep_entry;
+	bool				requester;
+	bool				linked;		/* on ep->sessions */
+	bool				counted;	/* in ep->nr_sessions */
+	u64				id;
+	u64				cookie;
+	u64				peer_incarnation;
+	const struct tern_transport_ops	*tops;		/* requester only */
+	struct sockaddr_storage		addr;
+	struct tern_session_opts	opts;
+	struct tern_session_info	info;
+	void				*priv;
+
+	spinlock_t			lock;		/* see top of file */
+	int				state;
+	bool				destroying;
+	bool				negotiated;
+	int				fatal_err;	/* handshake refused */
+	unsigned int			nr_slots;
+	struct tern_lane_slot		*slots;
+	unsigned int			nr_lanes;	/* bound lanes */
+	unsigned int			nr_live;
+	unsigned int			rr;		/* lane round robin */
+
+	DECLARE_HASHTABLE(pending, TERN_PENDING_BITS);
+	struct list_head		backlog;
+	u64				next_tid;
+	unsigned int			inflight;
+	u64				inflight_bytes;
+	wait_queue_head_t		wait;
+	struct delayed_work		loss_work;
+	bool				loss_armed;
+
+	struct list_head		srv_reqs;
+	unsigned int			nr_srv_reqs;
+
+	atomic64_t			requests;
+	atomic64_t			replies;
+	atomic64_t			failed;
+	atomic64_t			peer_restarts;
+	atomic64_t			duplicates;	/* resent requests seen */
+	atomic64_t			replies_dropped; /* lane died first */
+
+	struct dentry			*dbg;
+	struct work_struct		event_work;
+	unsigned long			events;		/* pending event bits */
+	struct work_struct		free_work;
+};
+
+struct tern_endpoint {
+	char				name[32];
+	unsigned int			id;
+	const struct tern_endpoint_ops	*ops;
+	void				*priv;
+	u64				incarnation;
+	unsigned int			max_lanes;
+	unsigned int			max_queue_depth;
+	u32				max_data;
+
+	struct mutex			lock;		/* lists, counters, dying */
+	bool				dying;
+	struct list_head		sessions;
+	struct list_head		listeners;
+	struct list_head		lanes;
+	unsigned int			nr_lanes;
+	unsigned int			nr_sessions;
+	unsigned int			nr_handshakes;	/* accepted, unbound */
+	wait_queue_head_t		wait;
+	struct dentry			*dbg;
+	struct tern_stats		stats;		/* unbound lanes */
+};
+
+extern struct workqueue_struct *tern_wq;
+extern struct dentry *tern_debugfs_root;
+extern unsigned int tern_handshake_timeout_ms;
+extern unsigned int tern_max_handshakes;
+
+/* Live objects, checked at module unload: a cheap leak detector. */
+enum tern_obj {
+	TERN_OBJ_ENDPOINT,
+	TERN_OBJ_SESSION,
+	TERN_OBJ_LANE,
+	TERN_OBJ_SRV_REQ,
+	TERN_OBJ_MAX,
+};
+
+extern atomic_t tern_objects[TERN_OBJ_MAX];
+extern struct tern_stats tern_total_stats;
+
+static inline void tern_obj_inc(enum tern_obj obj)
+{
+	atomic_inc(&tern_objects[obj]);
+}
+
+static inline void tern_obj_dec(enum tern_obj obj)
+{
+	atomic_dec(&tern_objects[obj]);
+}
+
+/* main.c */
+const struct tern_transport_ops *tern_transport_get(const char *name);
+void tern_transport_put(const struct tern_transport_ops *tops);
+bool tern_inject_fault(void);
+bool tern_inject_crc(void);
+
+/* lane.c */
+struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
+				       const struct tern_transport_ops *tops,
+				       bool requester);
+void tern_lane_put(struct tern_core_lane *cl);
+void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f);
+bool tern_lane_dequeue_frame(struct tern_core_lane *cl, struct tern_frame *f);
+void tern_lane_kill(struct tern_core_lane *cl, int err);
+void tern_lane_arm_keepalive(struct tern_core_lane *cl, unsigned int ms);
+void tern_frame_seal(struct tern_frame *f);
+u32 tern_crc_front_data(const void *front, u32 front_len,
+			const struct bio_vec *bvec, unsigned int nr_bvec,
+			u32 data_len);
+int tern_bvec_len_ok(const struct bio_vec *bvec, unsigned int nr, u32 len);
+void tern_bvec_copy(const struct bio_vec *dst, unsigned int dst_nr,
+		    const struct bio_vec *src, unsigned int src_nr,
+		    u32 src_off, u32 len);
+void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val);
+void tern_lane_queue_hello(struct tern_core_lane *cl);
+__printf(2, 3)
+void tern_lane_proto_err(struct tern_core_lane *cl, const char *fmt, ...);
+void tern_rx_setup(struct tern_core_lane *cl, void *front,
+		   const struct bio_vec *bvec, unsigned int nr_bvec);
+
+#define TERN_LANE_STAT(cl, field, val) \
+	tern_lane_stat_add(cl, offsetof(struct tern_stats, field), val)
+
+/* session.c */
+struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
+					bool requester, unsigned int nr_slots);
+void tern_session_put(struct tern_session *sess);
+void tern_session_lane_down(struct tern_session *sess,
+			    struct tern_core_lane *cl);
+void tern_session_lane_live_locked(struct tern_session *sess,
+				   struct tern_core_lane *cl);
+void tern_stats_show(struct seq_file *m, const char *prefix,
+		     struct tern_stats *st);
+int tern_session_rx_hello_ack(struct tern_core_lane *cl);
+int tern_session_rx_reply_hdr(struct tern_core_lane *cl);
+int tern_session_rx_reply_done(struct tern_core_lane *cl);
+void tern_session_debugfs(struct tern_session *sess);
+void tern_session_event(struct tern_session *sess,
+			enum tern_session_event ev);
+void tern_request_tx_done(struct tern_request *req);
+void tern_req_put(struct tern_request *req);
+
+/* server.c */
+int tern_server_rx_hello(struct tern_core_lane *cl);
+int tern_server_rx_request_hdr(struct tern_core_lane *cl);
+int tern_server_rx_request_front(struct tern_core_lane *cl);
+int tern_server_rx_request_done(struct tern_core_lane *cl);
+void tern_server_rx_abort(struct tern_core_lane *cl);
+void tern_srv_req_tx_done(struct tern_srv_req *sreq);
+void tern_srv_req_finish(struct tern_srv_req *sreq);
+
+/* endpoint.c */
+void tern_endpoint_lane_gone(struct tern_endpoint *ep,
+			     struct tern_core_lane *cl);
+void tern_endpoint_handshake_done(struct tern_endpoint *ep);
+int tern_endpoint_link_session(struct tern_endpoint *ep,
+			       struct tern_session *sess);
+void tern_endpoint_unlink_session(struct tern_session *sess);
+
+#endif /* _TERN_CORE_H */

@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern TCP transport: one kernel TCP socket per lane.
+ *
+ * Each lane has one work item (io_work) that does all socket I/O for that
+ * lane, both directions, with MSG_DONTWAIT: the socket callbacks
+ * (sk_data_ready, sk_write_space, sk_state_change) only queue it. Frames
+ * are received header first; the core then says where the front and data
+ * go (for replies: straight into the requester's pages found by tid), and
+ * the socket copies into them with no intermediate buffer. Data pages are
+ * sent with MSG_SPLICE_PAGES when sendpages_ok() allows (all of a frame's
+ * data in one call when every page does), page by page with a copy for the
+ * pages that do not; MSG_MORE batches header, front, data and queued
+ * frames.
+ *
+ * Locking: nothing global on the data path. sk->sk_callback_lock guards
+ * sk_user_data against shutdown; receive and transmit state of a lane is
+ * touched only by its io_work (a work item never runs concurrently with
+ * itself). Shutdown restores the original callbacks, then cancels io_work
+ * synchronously, then releases the socket. Listeners accept from a work
+ * item queued by the listening socket's sk_data_ready.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/tcp.h>
+#include <linux/workqueue.h>
+#include <net/ipv6.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+#include <tern/transport.h>
+
+static unsigned int connect_timeout_ms = 5000;
+module_param(connect_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(connect_timeout_ms,
+		 "Give up a TCP connection attempt after this many ms (default 5000)");
+
+static unsigned int io_budget = 64;
+module_param(io_budget, uint, 0644);
+MODULE_PARM_DESC(io_budget,
+		 "Socket operations per io_work run before yielding (default 64)");
+
+static struct workqueue_struct *tern_tcp_wq;
+
+enum tern_tcp_rx_state {
+	TERN_TCP_RX_HDR,
+	TERN_TCP_RX_FRONT,
+	TERN_TCP_RX_DATA,
+};
+
+struct tern_tcp_lane {
+	struct tern_lane	*lane;
+	struct socket		*sock;
+	struct work_struct	io_work;
+	bool			stopped;	/* under sk_callback_lock */
+	bool			failed;		/* io_work only */
+
+	void			(*saved_data_ready)(struct sock *sk);
+	void			(*saved_write_space)(struct sock *sk);
+	void			(*saved_state_change)(struct sock *sk);
+
+	enum tern_tcp_rx_state	rx_state;
+	size_t			rx_hdr_off;
+
+	struct tern_frame	*tx_frame;
+	size_t			tx_off;		/* header+front bytes sent */
+	struct iov_iter		tx_data;
+	bool			tx_splice_all;	/* every data page splices */
+};
+
+struct tern_tcp_listener {
+	struct tern_listener	*lis;
+	struct socket		*sock;
+	struct work_struct	accept_work;
+	bool			stopped;	/* under sk_callback_lock */
+	void			(*saved_data_ready)(struct sock *sk);
+};
+
+static void tern_tcp_data_ready(struct sock *sk)
+{
+	struct tern_tcp_lane *tl;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	tl = sk->sk_user_data;
+	if (tl && !tl->stopped)
+		queue_work(tern_tcp_wq, &tl->io_work);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void tern_tcp_write_space(struct sock *sk)
+{
+	struct tern_tcp_lane *tl;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	tl = sk->sk_user_data;
+	if (tl && !tl->stopped && sk_stream_is_writeable(sk)) {
+		clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		queue_work(tern_tcp_wq, &tl->io_work);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void tern_tcp_state_change(struct sock *sk)
+{
+	struct tern_tcp_lane *tl;
+
+	/* io_work sees the EOF or error on its next receive. */
+	read_lock_bh(&sk->sk_callback_lock);
+	tl = sk->sk_user_data;
+	if (tl && !tl->stopped)
+		queue_work(tern_tcp_wq, &tl->io_work);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* Return: bytes received, 0 for nothing yet, negative on error or EOF. */
+static int tern_tcp_recv_iter(struct tern_tcp_lane *tl, struct iov_iter *iter)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	int ret;
+
+	msg.msg_iter = *iter;
+	ret = sock_recvmsg(tl->sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (ret == -EAGAIN)
+		return 0;
+	if (ret == 0)
+		return -EPIPE;	/* orderly close by the peer */
+	if (ret > 0)
+		*iter = msg.msg_iter;
+	return ret;
+}
+
+/* Return: 1 if a frame part completed, 0 if the socket is drained, <0. */
+static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
+{
+	struct tern_lane_rx *rx = &tl->lane->rx;
+	int ret;
+
+	switch (tl->rx_state) {
+	case TERN_TCP_RX_HDR: {
+		struct kvec kv = {
+			.iov_base = (u8 *)&rx->hdr + tl->rx_hdr_off,
+			.iov_len = sizeof(rx->hdr) - tl->rx_hdr_off,
+		};
+		struct iov_iter iter;
+
+		iov_iter_kvec(&iter, ITER_DEST, &kv, 1, kv.iov_len);
+		ret = tern_tcp_recv_iter(tl, &iter);
+		if (ret <= 0)
+			return ret;
+		tl->rx_hdr_off += ret;
+		if (tl->rx_hdr_off < sizeof(rx->hdr))
+			return 1;
+		tl->rx_hdr_off = 0;
+		ret = tern_lane_rx_header(tl->lane);
+		if (ret)
+			return ret;
+		tl->rx_state = TERN_TCP_RX_FRONT;
+		return 1;
+	}
+	case TERN_TCP_RX_FRONT:
+		if (iov_iter_count(&rx->front_iter)) {
+			ret = tern_tcp_recv_iter(tl, &rx->front_iter);
+			if (ret <= 0)
+				return ret;
+			if (iov_iter_count(&rx->front_iter))
+				return 1;
+		}
+		ret = tern_lane_rx_front(tl->lane);
+		if (ret)
+			return ret;
+		tl->rx_state = TERN_TCP_RX_DATA;
+		return 1;
+	case TERN_TCP_RX_DATA:
+		if (iov_iter_count(&rx->data_iter)) {
+			ret = tern_tcp_recv_iter(tl, &rx->data_iter);
+			if (ret <= 0)
+				return ret;
+			if (iov_iter_count(&rx->data_iter))
+				return 1;
+		}
+		tl->rx_state = TERN_TCP_RX_HDR;
+		ret = tern_lane_rx_done(tl->lane);
+		return ret ? ret : 1;
+	}
+	return -EINVAL;
+}
+
+static int tern_tcp_send_head(struct tern_tcp_lane *tl, struct tern_frame *f,
+			      bool more)
+{
+	size_t hlen = sizeof(f->hdr), flen = tern_frame_front_len(f);
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	size_t off = tl->tx_off;
+	struct kvec kv[2];
+	int n = 0, ret;
+
+	if (off < hlen) {
+		kv[n].iov_base = (u8 *)&f->hdr + off;
+		kv[n++].iov_len = hlen - off;
+		off = 0;
+	} else {
+		off -= hlen;
+	}
+	if (flen) {
+		kv[n].iov_base = (u8 *)f->front + off;
+		kv[n++].iov_len = flen - off;
+	}
+	if (more)
+		msg.msg_flags |= MSG_MORE;
+	ret = kernel_sendmsg(tl->sock, &msg, kv, n,
+			     hlen + flen - tl->tx_off);
+	if (ret > 0)
+		tl->tx_off += ret;
+	return ret;
+}
+
+/* Can every page of the frame's data be spliced (not slab, refcounted)? */
+static bool tern_tcp_frame_splices(const struct tern_frame *f)
+{
+	u32 left = tern_frame_data_len(f);
+	unsigned int i;
+
+	for (i = 0; i < f->nr_bvec && left; i++) {
+		u32 len = min(f->bvec[i].bv_len, left);
+
+		if (!sendpages_ok(f->bvec[i].bv_page, len, f->bvec[i].bv_offset))
+			return false;
+		left -= len;
+	}
+	return true;
+}
+
+/* Hand all remaining data to TCP in one call, zero copy. */
+static int tern_tcp_send_data_spliced(struct tern_tcp_lane *tl, bool more)
+{
+	struct msghdr msg = {
+		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | MSG_SPLICE_PAGES,
+	};
+	int ret;
+
+	if (more)
+		msg.msg_flags |= MSG_MORE;
+	msg.msg_iter = tl->tx_data;
+	ret = sock_sendmsg(tl->sock, &msg);
+	if (ret > 0)
+		iov_iter_advance(&tl->tx_data, ret);
+	return ret;
+}
+
+/* One page at a time, splicing the pages that allow it. */
+static int tern_tcp_send_data(struct tern_tcp_lane *tl, bool more)
+{
+	const struct bio_vec *bv = tl->tx_data.bvec;
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	size_t off = bv->bv_offset + tl->tx_data.iov_offset;
+	struct page *page = bv->bv_page + (off >> PAGE_SHIFT);
+	size_t len = bv->bv_len - tl->tx_data.iov_offset;
+	struct bio_vec seg;
+	int ret;
+
+	off = offset_in_page(off);
+	len = min3(len, PAGE_SIZE - off, iov_iter_count(&tl->tx_data));
+	if (more || len < iov_iter_count(&tl->tx_data))
+		msg.msg_flags |= MSG_MORE;
+	if (sendpages_ok(page, len, off))
+		msg.msg_flags |= MSG_SPLICE_PAGES;
+	bvec_set_page(&seg, page, len, off);
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &seg, 1, len);
+	ret = sock_sendmsg(tl->sock, &msg);
+	if (ret > 0)
+		iov_iter_advance(&tl->tx_data, ret);
+	return ret;
+}
+
+/* Return: 1 if progress was made, 0 if nothing (more) can be sent, <0. */
+static int tern_tcp_send_step(struct tern_tcp_lane *tl)
+{
+	struct tern_frame *f = tl->tx_frame;
+	size_t head;
+	bool more;
+	int ret;
+
+	if (!f) {
+		f = tern_lane_tx_next(tl->lane);
+		if (!f)
+			return 0;
+		tl->tx_frame = f;
+		tl->tx_off = 0;
+		iov_iter_bvec(&tl->tx_data, ITER_SOURCE, f->bvec, f->nr_bvec,
+			      tern_frame_data_len(f));
+		tl->tx_splice_all = tern_tcp_frame_splices(f);
+	}
+
+	head = sizeof(f->hdr) + tern_frame_front_len(f);
+	more = tern_lane_tx_pending(tl->lane);
+	if (tl->tx_off < head) {
+		ret = tern_tcp_send_head(tl, f,
+					 more || iov_iter_count(&tl->tx_data));
+		if (ret == -EAGAIN)
+			return 0;
+		if (ret < 0)
+			return ret;
+		if (tl->tx_off < head)
+			return 1;
+	}
+	if (iov_iter_count(&tl->tx_data)) {
+		if (tl->tx_splice_all)
+			ret = tern_tcp_send_data_spliced(tl, more);
+		else
+			ret = tern_tcp_send_data(tl, more);
+		if (ret == -EAGAIN)
+			return 0;
+		if (ret < 0)
+			return ret;
+		if (iov_iter_count(&tl->tx_data))
+			return 1;
+	}
+	tl->tx_frame = NULL;
+	tern_lane_tx_done(tl->lane, f);
+	return 1;
+}
+
+static void tern_tcp_io_work(struct work_struct *work)
+{
+	struct tern_tcp_lane *tl = container_of(work, struct tern_tcp_lane,
+						io_work);
+	unsigned int budget = READ_ONCE(io_budget) ?: 1;
+	int sent, received;
+
+	if (tl->failed)
+		return;
+	do {
+		sent = tern_tcp_send_step(tl);
+		if (sent < 0)
+			goto fail;
+		received = tern_tcp_recv_step(tl);
+		if (received < 0) {
+			sent = received;
+			goto fail;
+		}
+		if (!sent && !received)
+			return;
+	} while (--budget);
+	queue_work(tern_tcp_wq, &tl->io_work);	/* yield, then go on */
+	return;
+
+fail:
+	tl->failed = true;
+	tern_lane_error(tl->lane, sent == -EPIPE ? 0 : sent);
+}
+
+static void tern_tcp_sock_setup(struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+
+	tcp_sock_set_nodelay(sk);
+	lock_sock(sk);
+	/* We may run in memory reclaim: no task frags, no sleeping allocs. */
+	sk->sk_allocation = GFP_ATOMIC;
+	sk->sk_use_task_frag = false;
+	release_sock(sk);
+}
+
+static struct tern_tcp_lane *tern_tcp_lane_alloc(struct tern_lane *lane,
+						 struct socket *sock)
+{
+	struct tern_tcp_lane *tl;
+
+	tl = kzalloc(sizeof(*tl), GFP_KERNEL);
+	if (!tl)
+		return NULL;
+	tl->lane = lane;
+	tl->sock = sock;
+	tl->rx_state = TERN_TCP_RX_HDR;
+	INIT_WORK(&tl->io_work, tern_tcp_io_work);
+	lane->tpriv = tl;
+	return tl;
+}
+
+static void tern_tcp_lane_start(struct tern_tcp_lane *tl)
+{
+	struct sock *sk = tl->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	if (!tl->stopped) {
+		sk->sk_user_data = tl;
+		tl->saved_data_ready = sk->sk_data_ready;
+		tl->saved_write_space = sk->sk_write_space;
+		tl->saved_state_change = sk->sk_state_change;
+		sk->sk_data_ready = tern_tcp_data_ready;
+		sk->sk_write_space = tern_tcp_write_space;
+		sk->sk_state_change = tern_tcp_state_change;
+		/* Data may have arrived before the callbacks were set. */
+		queue_work(tern_tcp_wq, &tl->io_work);
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void tern_tcp_shutdown(struct tern_lane *lane)
+{
+	struct tern_tcp_lane *tl = lane->tpriv;
+	struct sock *sk;
+
+	if (!tl)
+		return;
+	sk = tl->sock->sk;
+	write_lock_bh(&sk->sk_callback_lock);
+	if (sk->sk_user_data == tl) {
+		sk->sk_user_data = NULL;
+		sk->sk_data_ready = tl->saved_data_ready;
+		sk->sk_write_space = tl->saved_write_space;
+		sk->sk_state_change = tl->saved_state_change;
+	}
+	tl->stopped = true;
+	write_unlock_bh(&sk->sk_callback_lock);
+
+	kernel_sock_shutdown(tl->sock, SHUT_RDWR);
+	cancel_work_sync(&tl->io_work);
+	sock_release(tl->sock);
+	lane->tpriv = NULL;
+	kfree(tl);
+}
+
+static void tern_tcp_kick(struct tern_lane *lane)
+{
+	struct tern_tcp_lane *tl = lane->tpriv;
+
+	if (tl)
+		queue_work(tern_tcp_wq, &tl->io_work);
+}
+
+static int tern_tcp_addrlen(const struct sockaddr_storage *addr)
+{
+	return addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					     sizeof(struct sockaddr_in);
+}
+
+static int tern_tcp_connect(struct tern_lane *lane,
+			    const struct sockaddr_storage *addr)
+{
+	struct tern_tcp_lane *tl;
+	struct socket *sock;
+	int err;
+
+	err = sock_create_kern(&init_net, addr->ss_family, SOCK_STREAM,
+			       IPPROTO_TCP, &sock);
+	if (err)
+		return err;
+	tern_tcp_sock_setup(sock);
+
+	lock_sock(sock->sk);
+	sock->sk->sk_sndtimeo = msecs_to_jiffies(READ_ONCE(connect_timeout_ms));
+	release_sock(sock->sk);
+	err = kernel_connect(sock, (struct sockaddr *)addr,
+			     tern_tcp_addrlen(addr), 0);
+	if (err) {
+		sock_release(sock);
+		return err == -EINPROGRESS ? -ETIMEDOUT : err;
+	}
+	lock_sock(sock->sk);
+	sock->sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
+	release_sock(sock->sk);
+
+	tl = tern_tcp_lane_alloc(lane, sock);
+	if (!tl) {
+		sock_release(sock);
+		return -ENOMEM;
+	}
+	tern_tcp_lane_start(tl);
+	return 0;
+}
+
+static void tern_tcp_accept_one(struct tern_tcp_listener *tll,
+				struct socket *sock)
+{
+	struct sockaddr_storage peer = {};
+	struct tern_tcp_lane *tl;
+	struct tern_lane *lane;
+
+	if (kernel_getpeername(sock, (struct sockaddr *)&peer) < 0) {
+		sock_release(sock);
+		return;
+	}
+	lane = tern_lane_accept(tll->lis, &peer);
+	if (!lane) {
+		sock_release(sock);
+		return;
+	}
+	tern_tcp_sock_setup(sock);
+	tl = tern_tcp_lane_alloc(lane, sock);
+	if (!tl) {
+		sock_release(sock);
+		tern_lane_abort(lane);
+		return;
+	}
+	tern_lane_start(lane);
+	tern_tcp_lane_start(tl);
+}
+
+static void tern_tcp_accept_work(struct work_struct *work)
+{
+	struct tern_tcp_listener *tll = container_of(work,
+						     struct tern_tcp_listener,
+						     accept_work);
+	struct socket *sock;
+	int err;
+
+	for (;;) {
+		err = kernel_accept(tll->sock, &sock, O_NONBLOCK);
+		if (err == -EAGAIN)
+			return;
+		if (err) {
+			pr_warn_ratelimited("accept on %pISpc failed (%d)\n",
+					    &tll->lis->addr, err);
+			return;
+		}
+		tern_tcp_accept_one(tll, sock);
+	}
+}
+
+static void tern_tcp_listen_data_ready(struct sock *sk)
+{
+	struct tern_tcp_listener *tll;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	tll = __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
+	if (tll && !tll->stopped)
+		queue_work(tern_tcp_wq, &tll->accept_work);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static int tern_tcp_listen(struct tern_listener *lis)
+{
+	struct tern_tcp_listener *tll;
+	struct sock *sk;
+	int err;
+
+	tll = kzalloc(sizeof(*tll), GFP_KERNEL);
+	if (!tll)
+		return -ENOMEM;
+	tll->lis = lis;
+	INIT_WORK(&tll->accept_work, tern_tcp_accept_work);
+
+	err = sock_create_kern(&init_net, lis->addr.ss_family, SOCK_STREAM,
+			       IPPROTO_TCP, &tll->sock);
+	if (err)
+		goto out_free;
+	sk = tll->sock->sk;
+	sock_set_reuseaddr(sk);
+	/* "[::]" means IPv6 only, so "0.0.0.0" can listen beside it. */
+	if (lis->addr.ss_family == AF_INET6)
+		ip6_sock_set_v6only(sk);
+	err = kernel_bind(tll->sock, (struct sockaddr *)&lis->addr,
+			  tern_tcp_addrlen(&lis->addr));
+	if (err) {
+		pr_warn("cannot bind %pISpc (%d)\n", &lis->addr, err);
+		goto out_release;
+	}
+	err = kernel_listen(tll->sock, 128);
+	if (err)
+		goto out_release;
+
+	/* NOCOPY: accepted children must not inherit a pointer to us. */
+	write_lock_bh(&sk->sk_callback_lock);
+	__rcu_assign_sk_user_data_with_flags(sk, tll, SK_USER_DATA_NOCOPY);
+	tll->saved_data_ready = sk->sk_data_ready;
+	sk->sk_data_ready = tern_tcp_listen_data_ready;
+	write_unlock_bh(&sk->sk_callback_lock);
+	lis->tpriv = tll;
+	queue_work(tern_tcp_wq, &tll->accept_work);
+	pr_info("listening on %pISpc\n", &lis->addr);
+	return 0;
+
+out_release:
+	sock_release(tll->sock);
+out_free:
+	kfree(tll);
+	return err;
+}
+
+static void tern_tcp_stop_listen(struct tern_listener *lis)
+{
+	struct tern_tcp_listener *tll = lis->tpriv;
+	struct sock *sk = tll->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	rcu_assign_sk_user_data(sk, NULL);
+	sk->sk_data_ready = tll->saved_data_ready;
+	tll->stopped = true;
+	write_unlock_bh(&sk->sk_callback_lock);
+
+	cancel_work_sync(&tll->accept_work);
+	kernel_sock_shutdown(tll->sock, SHUT_RDWR);
+	sock_release(tll->sock);
+	lis->tpriv = NULL;
+	kfree(tll);
+}
+
+static struct tern_transport_ops tern_tcp_ops = {
+	.name		= "tcp",
+	.owner		= THIS_MODULE,
+	.listen		= tern_tcp_listen,
+	.stop_listen	= tern_tcp_stop_listen,
+	.connect	= tern_tcp_connect,
+	.kick		= tern_tcp_kick,
+	.shutdown	= tern_tcp_shutdown,
+};
+
+static int __init tern_tcp_init(void)
+{
+	int err;
+
+	tern_tcp_wq = alloc_workqueue("tern_tcp", WQ_MEM_RECLAIM | WQ_HIGHPRI,
+				      0);
+	if (!tern_tcp_wq)
+		return -ENOMEM;
+	err = tern_transport_register(&tern_tcp_ops);
+	if (err)
+		destroy_workqueue(tern_tcp_wq);
+	return err;
+}
+
+static void __exit tern_tcp_exit(void)
+{
+	tern_transport_unregister(&tern_tcp_ops);
+	destroy_workqueue(tern_tcp_wq);
+}
+
+module_init(tern_tcp_init);
+module_exit(tern_tcp_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("tern messenger TCP transport");
+MODULE_ALIAS("tern-transport-tcp");

@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A hostile peer against a tern TCP listener: tern_fuzz sends >= 10k
+# malformed frames over many connections. The listener must count the
+# protocol errors, keep accepting, still serve a good client with its
+# data intact, free what the junk allocated, and let the modules unload.
+# The lane fails the run on any oops or WARN.
+
+. "$(dirname "$0")/ktap.sh"
+dir=$(cd "$(dirname "$0")" && pwd)
+ternadm=$TERN_SRC/tools/ternadm/ternadm
+port=7611
+frames=${FUZZ_FRAMES:-10000}
+
+# Bytes held by the generic kmalloc caches: a leak of the junk's
+# allocations shows here once the modules are gone.
+kmalloc_bytes() {
+	awk '$1 ~ /^kmalloc-[0-9kr]/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
+}
+
+# Sum a counter over every endpoint's and session's stats in debugfs.
+tern_counter() {
+	cat /sys/kernel/debug/tern/*/stats /sys/kernel/debug/tern/*/*/stats 2>/dev/null |
+		awk -v k="$1" '$1 ~ ("(^|\\.)" k "$") { n += $2 } END { print n + 0 }'
+}
+
+ktap_plan 7
+
+sync
+echo 3 > /proc/sys/vm/drop_caches
+base=$(kmalloc_bytes)
+
+modprobe tern_tcp && modprobe tern_bench
+ktap_check "echo service listens on tcp://127.0.0.1:$port" \
+	"$ternadm" bench serve "tcp://127.0.0.1:$port"
+
+out=$("$dir/tern_fuzz" -a 127.0.0.1 -p "$port" -n "$frames" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/# /'
+sent=$(echo "$out" | sed -n 's/.*frames \([0-9]*\) connections \([0-9]*\).*/\1/p')
+conns=$(echo "$out" | sed -n 's/.*frames \([0-9]*\) connections \([0-9]*\).*/\2/p')
+if [ "$rc" = 0 ] && [ "${sent:-0}" -ge "$frames" ]; then
+	ktap_pass "listener kept accepting through $sent malformed frames on $conns connections"
+else
+	ktap_fail "listener kept accepting through the malformed frames (exit $rc)"
+fi
+
+errors=$(( $(tern_counter proto_errors) + $(tern_counter crc_errors) ))
+ktap_info "protocol+crc errors counted: $errors"
+if [ "$errors" -ge $((conns / 4)) ]; then
+	ktap_pass "protocol errors were counted ($errors for $conns connections)"
+else
+	ktap_fail "protocol errors were counted ($errors for $conns connections)"
+fi
+
+ktap_check "a good client is served afterwards, data verified" \
+	"$ternadm" bench run "tcp://127.0.0.1:$port" --count 2000 --size 4k \
+	--dir both --verify --crc
+
+ktap_check "echo service stops" "$ternadm" bench stop
+ktap_check "modules unload" modprobe -r tern_bench tern_tcp tern
+
+sync
+echo 3 > /proc/sys/vm/drop_caches
+sleep 1
+after=$(kmalloc_bytes)
+ktap_info "kmalloc caches: $base bytes before, $after after"
+if [ $((after - base)) -lt $((512 * 1024)) ]; then
+	ktap_pass "kmalloc usage back to baseline (+$((after - base)) bytes)"
+else
+	ktap_fail "kmalloc usage back to baseline (+$((after - base)) bytes)"
+fi
+ktap_finish

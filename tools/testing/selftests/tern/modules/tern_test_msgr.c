@@ -1,0 +1,936 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern_test_msgr: self-test of the tern messenger, for the VM test lane.
+ *
+ * Loading it runs the tests (module init fails with -EIO if one fails):
+ * an echo responder listens on 127.0.0.1 and [::1], requester sessions
+ * send requests of many sizes and buffer offsets in both directions and
+ * verify every byte, then a burst exercises the throttle. The responder
+ * stays up until rmmod so a shell script can throw junk at it, then run
+ * everything again with "echo 1 > /sys/module/tern_test_msgr/parameters/rerun".
+ *
+ * Locking: the test runs single-threaded except for completions, which
+ * only signal a struct completion; counters are atomics.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/highmem.h>
+#include <linux/hrtimer.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <tern/tern.h>
+
+static unsigned int port = 7447;
+module_param(port, uint, 0444);
+MODULE_PARM_DESC(port, "TCP port of the echo responder (default 7447)");
+
+static unsigned int burst = 256;
+module_param(burst, uint, 0644);
+MODULE_PARM_DESC(burst, "Requests in the concurrent burst test (default 256)");
+
+enum tt_op {
+	TT_OP_PING = 1,		/* front echoed back */
+	TT_OP_WRITE,		/* requester data pulled and verified */
+	TT_OP_READ,		/* responder data pushed */
+	TT_OP_STALL,		/* first copy blocks the responder's lane */
+	TT_OP_HARDIRQ,		/* answered from a hard interrupt */
+};
+
+struct tt_front {
+	__le32	op;
+	__le32	len;
+	__le32	seed;
+	__le32	split;		/* pull in two pieces at this offset */
+	u8	pad[16];
+};
+
+struct tt_buf {
+	unsigned int	nr;
+	struct page	**pages;
+	struct bio_vec	*bvec;
+	u32		len;
+};
+
+static struct tern_endpoint *tt_srv, *tt_cli;
+static struct tern_session *tt_keep;	/* left open for the stats check */
+static struct tern_listener *tt_lis4, *tt_lis6;
+static atomic_t tt_srv_requests = ATOMIC_INIT(0);
+static atomic_t tt_srv_resent = ATOMIC_INIT(0);
+static atomic_t tt_srv_bad = ATOMIC_INIT(0);
+static DEFINE_MUTEX(tt_run_lock);
+
+static u8 tt_pattern(u32 seed, u32 i)
+{
+	return (seed * 131 + i * 7 + (i >> 9)) & 0xff;
+}
+
+static void tt_buf_free(struct tt_buf *b)
+{
+	unsigned int i;
+
+	for (i = 0; i < b->nr; i++)
+		if (b->pages[i])
+			__free_page(b->pages[i]);
+	kfree(b->pages);
+	kfree(b->bvec);
+	memset(b, 0, sizeof(*b));
+}
+
+/* A buffer of @len bytes starting @offset bytes into its first page. */
+static int tt_buf_alloc(struct tt_buf *b, u32 len, u32 offset, gfp_t gfp)
+{
+	unsigned int i;
+	u32 left = len;
+
+	memset(b, 0, sizeof(*b));
+	b->len = len;
+	if (!len)
+		return 0;
+	b->nr = DIV_ROUND_UP(offset + len, PAGE_SIZE);
+	b->pages = kcalloc(b->nr, sizeof(*b->pages), gfp);
+	b->bvec = kcalloc(b->nr, sizeof(*b->bvec), gfp);
+	if (!b->pages || !b->bvec)
+		goto fail;
+	for (i = 0; i < b->nr; i++) {
+		u32 start = i ? 0 : offset;
+		u32 n = min_t(u32, left, PAGE_SIZE - start);
+
+		b->pages[i] = alloc_page(gfp | __GFP_ZERO);
+		if (!b->pages[i])
+			goto fail;
+		bvec_set_page(&b->bvec[i], b->pages[i], n, start);
+		left -= n;
+	}
+	return 0;
+fail:
+	tt_buf_free(b);
+	return -ENOMEM;
+}
+
+/* Fill (@check false) or verify (@check true) the pattern. */
+static int tt_buf_pattern(const struct bio_vec *bv, unsigned int nr, u32 len,
+			  u32 seed, u32 first, bool check)
+{
+	u32 pos = first, i, j;
+
+	for (i = 0; i < nr && len; i++) {
+		u32 n = min(bv[i].bv_len, len);
+		u8 *p = kmap_local_page(bv[i].bv_page);
+
+		for (j = 0; j < n; j++, pos++) {
+			u8 *c = p + bv[i].bv_offset + j;
+
+			if (!check) {
+				*c = tt_pattern(seed, pos);
+			} else if (*c != tt_pattern(seed, pos)) {
+				kunmap_local(p);
+				return -EILSEQ;
+			}
+		}
+		kunmap_local(p);
+		len -= n;
+	}
+	return 0;
+}
+
+/* ---- responder ---- */
+
+static void tt_xfer_done(struct tern_srv_req *sreq, int status)
+{
+	if (status)
+		atomic_inc(&tt_srv_bad);
+}
+
+static int tt_alloc_data(struct tern_srv_req *sreq)
+{
+	const struct tt_front *f = sreq->front;
+	struct tt_buf *b;
+
+	/* Even seeds receive straight into our pages; odd ones are copied. */
+	if (sreq->front_len != sizeof(*f) || le32_to_cpu(f->seed) & 1)
+		return 0;
+	b = kzalloc(sizeof(*b), GFP_NOIO);
+	if (!b)
+		return -ENOMEM;
+	if (tt_buf_alloc(b, sreq->data_len, 0, GFP_NOIO)) {
+		kfree(b);
+		return -ENOMEM;
+	}
+	sreq->priv = b;
+	sreq->rx_bvec = b->bvec;
+	sreq->rx_nr_bvec = b->nr;
+	return 0;
+}
+
+static void tt_release(struct tern_srv_req *sreq)
+{
+	struct tt_buf *b = sreq->priv;
+
+	if (b) {
+		tt_buf_free(b);
+		kfree(b);
+	}
+}
+
+static int tt_handle_write(struct tern_srv_req *sreq, const struct tt_front *f)
+{
+	u32 len = sreq->data_len, split = le32_to_cpu(f->split);
+	struct tt_buf *b = sreq->priv;
+	int err;
+
+	if (!len)
+		return sreq->dir == TERN_DATA_NONE ? 0 : -EINVAL;
+	if (!b) {
+		b = kzalloc(sizeof(*b), GFP_NOIO);
+		if (!b || tt_buf_alloc(b, len, 0, GFP_NOIO)) {
+			kfree(b);
+			return -ENOMEM;
+		}
+		sreq->priv = b;
+	}
+	if (split && split < len && !sreq->rx_bvec) {
+		/* Two pulls: the tail into a second buffer, then the head. */
+		struct tt_buf tail;
+
+		if (tt_buf_alloc(&tail, len - split, 0, GFP_NOIO))
+			return -ENOMEM;
+		err = tern_pull(sreq, tail.bvec, tail.nr, split, len - split,
+				tt_xfer_done);
+		if (!err)
+			err = tt_buf_pattern(tail.bvec, tail.nr, len - split,
+					     le32_to_cpu(f->seed), split, true);
+		tt_buf_free(&tail);
+		if (err)
+			return err;
+		err = tern_pull(sreq, b->bvec, b->nr, 0, split, tt_xfer_done);
+		if (!err)
+			err = tt_buf_pattern(b->bvec, b->nr, split,
+					     le32_to_cpu(f->seed), 0, true);
+		return err;
+	}
+	err = tern_pull(sreq, b->bvec, b->nr, 0, len, tt_xfer_done);
+	if (err)
+		return err;
+	return tt_buf_pattern(b->bvec, b->nr, len, le32_to_cpu(f->seed), 0,
+			      true);
+}
+
+static int tt_handle_read(struct tern_srv_req *sreq, const struct tt_front *f)
+{
+	u32 len = le32_to_cpu(f->len);
+	struct tt_buf *b;
+	int err;
+
+	if (len > sreq->data_len)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	b = kzalloc(sizeof(*b), GFP_NOIO);
+	if (!b || tt_buf_alloc(b, len, 0, GFP_NOIO)) {
+		kfree(b);
+		return -ENOMEM;
+	}
+	sreq->priv = b;
+	tt_buf_pattern(b->bvec, b->nr, len, le32_to_cpu(f->seed), 0, false);
+	err = tern_push(sreq, b->bvec, b->nr, len, tt_xfer_done);
+	return err;
+}
+
+struct tt_irq_reply {
+	struct hrtimer		timer;
+	struct tern_srv_req	*sreq;
+};
+
+static enum hrtimer_restart tt_irq_reply_fn(struct hrtimer *timer)
+{
+	struct tt_irq_reply *r = container_of(timer, struct tt_irq_reply,
+					      timer);
+	struct tern_srv_req *sreq = r->sreq;
+
+	kfree(r);
+	if (tern_reply(sreq, 0, sreq->front, sreq->front_len))
+		atomic_inc(&tt_srv_bad);
+	return HRTIMER_NORESTART;
+}
+
+/* Answer from hard interrupt context, as a block target's end_io may. */
+static int tt_reply_from_irq(struct tern_srv_req *sreq)
+{
+	struct tt_irq_reply *r = kzalloc(sizeof(*r), GFP_NOIO);
+
+	if (!r)
+		return -ENOMEM;
+	r->sreq = sreq;
+	hrtimer_init(&r->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	r->timer.function = tt_irq_reply_fn;
+	hrtimer_start(&r->timer, ms_to_ktime(1), HRTIMER_MODE_REL_HARD);
+	return 0;
+}
+
+static void tt_request(struct tern_srv_req *sreq)
+{
+	const struct tt_front *f = sreq->front;
+	int status = -EINVAL;
+
+	atomic_inc(&tt_srv_requests);
+	if (sreq->resent)
+		atomic_inc(&tt_srv_resent);
+	if (sreq->front_len == sizeof(*f)) {
+		switch (le32_to_cpu(f->op)) {
+		case TT_OP_PING:
+			status = 0;
+			break;
+		case TT_OP_WRITE:
+			status = tt_handle_write(sreq, f);
+			break;
+		case TT_OP_READ:
+			status = tt_handle_read(sreq, f);
+			break;
+		case TT_OP_HARDIRQ:
+			if (!tt_reply_from_irq(sreq))
+				return;
+			status = -ENOMEM;
+			break;
+		case TT_OP_STALL:
+			/* Starve the requester's keepalive: it must resend. */
+			if (!sreq->resent)
+				msleep(le32_to_cpu(f->len));
+			status = 0;
+			break;
+		}
+	}
+	if (status)
+		atomic_inc(&tt_srv_bad);
+	if (tern_reply(sreq, status, sreq->front, sreq->front_len))
+		atomic_inc(&tt_srv_bad);
+}
+
+static const struct tern_endpoint_ops tt_srv_ops = {
+	.request	= tt_request,
+	.alloc_data	= tt_alloc_data,
+	.release	= tt_release,
+};
+
+/* ---- requester ---- */
+
+struct tt_req {
+	struct tern_request	req;
+	struct completion	done;
+	struct tt_front		front;
+	struct tt_front		reply;
+	struct tt_buf		buf;
+};
+
+static void tt_req_done(struct tern_request *req)
+{
+	struct tt_req *r = container_of(req, struct tt_req, req);
+
+	complete(&r->done);
+}
+
+static void tt_req_prep(struct tt_req *r, enum tt_op op, u32 len, u32 seed,
+			u32 split)
+{
+	tern_request_init(&r->req);
+	init_completion(&r->done);
+	memset(&r->front, 0, sizeof(r->front));
+	r->front.op = cpu_to_le32(op);
+	r->front.len = cpu_to_le32(len);
+	r->front.seed = cpu_to_le32(seed);
+	r->front.split = cpu_to_le32(split);
+	r->req.front = &r->front;
+	r->req.front_len = sizeof(r->front);
+	r->req.reply_front = &r->reply;
+	r->req.reply_front_max = sizeof(r->reply);
+	r->req.done = tt_req_done;
+	r->req.lane_hint = seed;
+	if (op != TT_OP_WRITE && op != TT_OP_READ)
+		return;
+	r->req.dir = op == TT_OP_WRITE ? TERN_DATA_TO_RESPONDER :
+					 TERN_DATA_FROM_RESPONDER;
+	r->req.bvec = r->buf.bvec;
+	r->req.nr_bvec = r->buf.nr;
+	r->req.data_len = len;
+}
+
+static int tt_req_check(struct tt_req *r, const char *what)
+{
+	u32 len = le32_to_cpu(r->front.len);
+
+	if (r->req.status || r->req.reply_status) {
+		pr_err("%s: status %d reply_status %d\n", what, r->req.status,
+		       r->req.reply_status);
+		return -EIO;
+	}
+	if (r->req.reply_front_len != sizeof(r->reply) ||
+	    memcmp(&r->reply, &r->front, sizeof(r->reply))) {
+		pr_err("%s: reply front mismatch\n", what);
+		return -EIO;
+	}
+	if (le32_to_cpu(r->front.op) == TT_OP_READ) {
+		if (r->req.reply_data_len != len) {
+			pr_err("%s: got %u data bytes, want %u\n", what,
+			       r->req.reply_data_len, len);
+			return -EIO;
+		}
+		if (tt_buf_pattern(r->buf.bvec, r->buf.nr, len,
+				   le32_to_cpu(r->front.seed), 0, true)) {
+			pr_err("%s: read data mismatch\n", what);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+static int tt_one(struct tern_session *sess, enum tt_op op, u32 len,
+		  u32 offset, u32 seed, u32 split)
+{
+	struct tt_req *r;
+	char what[64];
+	int err;
+
+	snprintf(what, sizeof(what), "op %d len %u offset %u seed %u", op,
+		 len, offset, seed);
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	err = tt_buf_alloc(&r->buf, op == TT_OP_PING ? 0 : len, offset,
+			   GFP_KERNEL);
+	if (err)
+		goto out;
+	if (op == TT_OP_WRITE)
+		tt_buf_pattern(r->buf.bvec, r->buf.nr, len, seed, 0, false);
+	tt_req_prep(r, op, op == TT_OP_PING ? 0 : len, seed, split);
+	err = tern_send(sess, &r->req, 0);
+	if (err) {
+		pr_err("%s: tern_send: %d\n", what, err);
+		goto out;
+	}
+	wait_for_completion(&r->done);
+	err = tt_req_check(r, what);
+out:
+	tt_buf_free(&r->buf);
+	kfree(r);
+	return err;
+}
+
+static int tt_sizes(struct tern_session *sess, const char *name)
+{
+	static const u32 sizes[] = { 0, 1, 511, 4096, 4097, 65536, 1 << 20 };
+	static const u32 offsets[] = { 0, 1, 513, 4095 };
+	unsigned int i, j, seed = 0;
+	int err;
+
+	err = tt_one(sess, TT_OP_PING, 0, 0, seed++, 0);
+	for (i = 0; !err && i < 16; i++)
+		err = tt_one(sess, TT_OP_HARDIRQ, 0, 0, seed++, 0);
+	for (i = 0; !err && i < ARRAY_SIZE(sizes); i++) {
+		for (j = 0; !err && j < ARRAY_SIZE(offsets); j++) {
+			u32 len = sizes[i], off = offsets[j];
+
+			if (len + off > (1 << 20))
+				continue;
+			err = tt_one(sess, TT_OP_WRITE, len, off, seed++, 0);
+			if (!err)
+				err = tt_one(sess, TT_OP_WRITE, len, off, seed++,
+					     len / 3);
+			if (!err)
+				err = tt_one(sess, TT_OP_READ, len, off, seed++,
+					     0);
+		}
+	}
+	pr_info("%s: size/offset matrix %s\n", name, err ? "FAILED" : "ok");
+	return err;
+}
+
+/* Many requests at once, more than the queue depth: the throttle waits. */
+static int tt_burst(struct tern_session *sess, const char *name)
+{
+	unsigned int i, n = burst;
+	struct tt_req *rs;
+	int err = 0;
+
+	rs = kvcalloc(n, sizeof(*rs), GFP_KERNEL);
+	if (!rs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct tt_req *r = &rs[i];
+		enum tt_op op = i % 3 == 0 ? TT_OP_WRITE :
+				i % 3 == 1 ? TT_OP_READ : TT_OP_PING;
+		u32 len = op == TT_OP_PING ? 0 : 16384 + i * 3;
+
+		if (tt_buf_alloc(&r->buf, len, i % 7, GFP_KERNEL)) {
+			err = -ENOMEM;
+			break;
+		}
+		if (op == TT_OP_WRITE)
+			tt_buf_pattern(r->buf.bvec, r->buf.nr, len, i, 0, false);
+		tt_req_prep(r, op, len, i, 0);
+		err = tern_send(sess, &r->req, 0);
+		if (err) {
+			tt_buf_free(&r->buf);
+			pr_err("%s: burst send %u: %d\n", name, i, err);
+			break;
+		}
+	}
+	n = i;
+	for (i = 0; i < n; i++) {
+		wait_for_completion(&rs[i].done);
+		if (!err)
+			err = tt_req_check(&rs[i], "burst");
+		tt_buf_free(&rs[i].buf);
+	}
+	kvfree(rs);
+	pr_info("%s: burst of %u %s\n", name, n, err ? "FAILED" : "ok");
+	return err;
+}
+
+struct tt_thread {
+	struct tern_session	*sess;
+	unsigned int		idx;
+	int			err;
+	struct completion	exited;
+};
+
+/* One of several threads sending on the same session at once. */
+static int tt_thread_fn(void *arg)
+{
+	struct tt_thread *t = arg;
+	unsigned int i;
+
+	for (i = 0; i < 64 && !t->err; i++) {
+		u32 seed = t->idx * 100000 + i;
+		u32 len = (seed * 2654435761U) % (128 * 1024);
+		enum tt_op op = i & 1 ? TT_OP_READ : TT_OP_WRITE;
+
+		t->err = tt_one(t->sess, op, len, seed % 4096, seed,
+				i % 5 ? 0 : len / 2);
+	}
+	complete(&t->exited);
+	return 0;
+}
+
+static int tt_threads(struct tern_session *sess, const char *name)
+{
+	struct tt_thread t[4];
+	struct task_struct *task;
+	unsigned int i, n = 0;
+	int err = 0;
+
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		t[i].sess = sess;
+		t[i].idx = i;
+		t[i].err = 0;
+		init_completion(&t[i].exited);
+		task = kthread_run(tt_thread_fn, &t[i], "tt_msgr/%u", i);
+		if (IS_ERR(task)) {
+			err = PTR_ERR(task);
+			break;
+		}
+		n++;
+	}
+	for (i = 0; i < n; i++) {
+		wait_for_completion(&t[i].exited);
+		err = err ?: t[i].err;
+	}
+	pr_info("%s: %u threads %s\n", name, n, err ? "FAILED" : "ok");
+	return err;
+}
+
+static int tt_uri_checks(void)
+{
+	static const char *const bad[] = {
+		"", "tcp", "tcp://", "tcp:/1.2.3.4", "tcp://1.2.3",
+		"tcp://1.2.3.4.5", "tcp://256.1.1.1", "tcp://[::1",
+		"tcp://::1", "tcp://[::1]x", "tcp://[::1]:", "tcp://1.2.3.4:",
+		"tcp://1.2.3.4:0", "tcp://1.2.3.4:65536", "tcp://1.2.3.4:12a",
+		"tcp://1.2.3.4:+12", "tcp://host:80", "TCP://1.2.3.4",
+		"tcp://1.2.3.4/x", "tcp://[fe80::1%eth0]", "://1.2.3.4",
+	};
+	static const char *const good[] = {
+		"tcp://1.2.3.4", "tcp://127.0.0.1:4420", "tcp://[::1]",
+		"tcp://[::1]:4420", "rdma://10.0.0.1:1",
+		"tcp://[2001:db8::1]:65535",
+	};
+	struct sockaddr_storage ss;
+	char scheme[16];
+	unsigned int i;
+	int err = 0;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		if (tern_parse_uri(bad[i], scheme, sizeof(scheme), &ss) !=
+		    -EINVAL) {
+			pr_err("uri \"%s\" accepted\n", bad[i]);
+			err = -EIO;
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(good); i++) {
+		if (tern_parse_uri(good[i], scheme, sizeof(scheme), &ss)) {
+			pr_err("uri \"%s\" refused\n", good[i]);
+			err = -EIO;
+		}
+	}
+	pr_info("uri parsing %s\n", err ? "FAILED" : "ok");
+	return err;
+}
+
+static int tt_session(const char *uri, unsigned int lanes, bool crc,
+		      unsigned int qd)
+{
+	struct tern_session_opts o = {
+		.nr_lanes = lanes,
+		.data_crc = crc,
+		.queue_depth = qd,
+		.keepalive_ms = 1000,
+		.keepalive_timeout_ms = 5000,
+		.reconnect_min_ms = 50,
+		.reconnect_max_ms = 1000,
+	};
+	struct tern_session_info info;
+	struct tern_session *sess;
+	char name[96];
+	int err;
+
+	snprintf(name, sizeof(name), "%s lanes=%u crc=%d qd=%u", uri, lanes,
+		 crc, qd);
+	sess = tern_connect(tt_cli, uri, &o);
+	if (IS_ERR(sess)) {
+		pr_err("%s: connect: %ld\n", name, PTR_ERR(sess));
+		return PTR_ERR(sess);
+	}
+	tern_session_get_info(sess, &info);
+	if (info.nr_lanes != lanes || info.queue_depth != qd ||
+	    !(info.features & TERN_FEAT_DATA_CRC) != !crc) {
+		pr_err("%s: negotiated lanes %u qd %u features %x\n", name,
+		       info.nr_lanes, info.queue_depth, info.features);
+		err = -EIO;
+	} else {
+		err = tt_sizes(sess, name);
+		if (!err)
+			err = tt_burst(sess, name);
+		if (!err)
+			err = tt_threads(sess, name);
+	}
+	tern_session_destroy(sess);
+	return err;
+}
+
+/* Send a ping; return the request's status (not a verdict). */
+static int tt_ping_status(struct tern_session *sess, unsigned long tmo)
+{
+	struct tt_req *r;
+	int err;
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	tt_req_prep(r, TT_OP_PING, 0, 1, 0);
+	err = tern_send(sess, &r->req, TERN_SEND_NOWAIT);
+	if (!err) {
+		if (!wait_for_completion_timeout(&r->done, tmo)) {
+			/* Must not happen: the loss timeout bounds it. */
+			pr_err("ping did not complete in time\n");
+			tern_cancel(&r->req);
+			wait_for_completion(&r->done);
+			err = -EIO;
+		} else {
+			err = r->req.status ?: r->req.reply_status;
+		}
+	}
+	kfree(r);
+	return err;
+}
+
+static struct tern_endpoint *tt_peer_start(const char *uri,
+					   struct tern_listener **lis)
+{
+	struct tern_endpoint_conf conf = {
+		.name = "msgr_test_peer",
+		.ops = &tt_srv_ops,
+	};
+	struct tern_endpoint *ep = tern_endpoint_create(&conf);
+
+	if (IS_ERR(ep))
+		return ep;
+	*lis = tern_listen(ep, uri);
+	if (IS_ERR(*lis)) {
+		tern_endpoint_destroy(ep);
+		return ERR_CAST(*lis);
+	}
+	return ep;
+}
+
+/*
+ * The responder goes away: pending requests fail after the loss timeout,
+ * new ones fail fast; it comes back as a new incarnation: the session
+ * reconnects by itself and works again.
+ */
+static int tt_reconnect(void)
+{
+	struct tern_session_opts o = {
+		.nr_lanes = 2,
+		.keepalive_ms = 500,
+		.keepalive_timeout_ms = 2000,
+		.reconnect_min_ms = 50,
+		.reconnect_max_ms = 400,
+		.loss_timeout_ms = 1500,
+	};
+	struct tern_session *sess;
+	struct tern_listener *lis;
+	struct tern_endpoint *ep;
+	unsigned long until;
+	char uri[64];
+	int err, st;
+
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port + 2);
+	ep = tt_peer_start(uri, &lis);
+	if (IS_ERR(ep))
+		return PTR_ERR(ep);
+	sess = tern_connect(tt_cli, uri, &o);
+	if (IS_ERR(sess)) {
+		tern_listener_stop(lis);
+		tern_endpoint_destroy(ep);
+		return PTR_ERR(sess);
+	}
+	err = tt_ping_status(sess, 5 * HZ);
+	if (err)
+		pr_err("reconnect: first ping %d\n", err);
+
+	tern_listener_stop(lis);
+	tern_endpoint_destroy(ep);
+	st = tt_ping_status(sess, 10 * HZ);
+	if (st != -ETIMEDOUT && st != -ENOTCONN) {
+		pr_err("reconnect: ping with the peer gone: %d\n", st);
+		err = err ?: -EIO;
+	}
+	st = tt_ping_status(sess, 10 * HZ);
+	if (st != -ENOTCONN) {
+		pr_err("reconnect: ping after loss timeout: %d\n", st);
+		err = err ?: -EIO;
+	}
+
+	ep = tt_peer_start(uri, &lis);
+	if (IS_ERR(ep)) {
+		tern_session_destroy(sess);
+		return PTR_ERR(ep);
+	}
+	until = jiffies + 10 * HZ;
+	do {
+		msleep(100);
+		st = tt_ping_status(sess, 5 * HZ);
+	} while (st == -ENOTCONN && time_before(jiffies, until));
+	if (st) {
+		pr_err("reconnect: ping after the peer came back: %d\n", st);
+		err = err ?: -EIO;
+	}
+	if (!err)
+		err = tt_one(sess, TT_OP_WRITE, 65536, 3, 42, 0);
+	if (!err)
+		err = tt_one(sess, TT_OP_READ, 65536, 5, 43, 0);
+	tern_session_destroy(sess);
+	tern_listener_stop(lis);
+	tern_endpoint_destroy(ep);
+	pr_info("reconnect and loss timeout %s\n", err ? "FAILED" : "ok");
+	return err;
+}
+
+/*
+ * The responder stops answering anything, pings included, for longer
+ * than the keepalive timeout: the requester must drop the lane, reconnect
+ * and resend, and the resent copy must carry the resent flag.
+ */
+static int tt_keepalive(void)
+{
+	struct tern_session_opts o = {
+		.keepalive_ms = 300,
+		.keepalive_timeout_ms = 1000,
+		.reconnect_min_ms = 50,
+		.reconnect_max_ms = 200,
+	};
+	int resent_before = atomic_read(&tt_srv_resent);
+	struct tern_session *sess;
+	struct tt_req *r;
+	char uri[64];
+	int err = 0;
+
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port);
+	sess = tern_connect(tt_cli, uri, &o);
+	if (IS_ERR(sess))
+		return PTR_ERR(sess);
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r) {
+		tern_session_destroy(sess);
+		return -ENOMEM;
+	}
+	tt_req_prep(r, TT_OP_STALL, 0, 5, 0);
+	r->front.len = cpu_to_le32(2500);	/* ms */
+	err = tern_send(sess, &r->req, 0);
+	if (!err) {
+		wait_for_completion(&r->done);
+		if (r->req.status || r->req.reply_status || !r->req.resends) {
+			pr_err("keepalive: status %d/%d resends %u\n",
+			       r->req.status, r->req.reply_status,
+			       r->req.resends);
+			err = -EIO;
+		}
+	}
+	if (!err && atomic_read(&tt_srv_resent) == resent_before) {
+		pr_err("keepalive: responder saw no resent request\n");
+		err = -EIO;
+	}
+	kfree(r);
+	tern_session_destroy(sess);
+	pr_info("keepalive timeout and resend %s\n", err ? "FAILED" : "ok");
+	return err;
+}
+
+static int tt_run(void)
+{
+	char uri[64];
+	struct tern_session *sess;
+	int err;
+
+	mutex_lock(&tt_run_lock);
+	err = tt_uri_checks();
+
+	/* Nobody listens on port + 1: connect must fail, and fast. */
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port + 1);
+	sess = tern_connect(tt_cli, uri, NULL);
+	if (!IS_ERR(sess)) {
+		pr_err("connect to a closed port succeeded\n");
+		tern_session_destroy(sess);
+		err = -EIO;
+	} else {
+		pr_info("connect to closed port: %ld (expected)\n",
+			PTR_ERR(sess));
+	}
+
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port);
+	if (!err)
+		err = tt_session(uri, 1, false, 32);
+	if (!err)
+		err = tt_session(uri, 4, true, 64);
+	snprintf(uri, sizeof(uri), "tcp://[::1]:%u", port);
+	if (!err)
+		err = tt_session(uri, 2, true, 16);
+	if (!err)
+		err = tt_session(uri, 3, false, 128);
+	if (!err)
+		err = tt_reconnect();
+	if (!err)
+		err = tt_keepalive();
+	if (!err && atomic_read(&tt_srv_bad)) {
+		pr_err("responder saw %d bad requests\n",
+		       atomic_read(&tt_srv_bad));
+		err = -EIO;
+	}
+	pr_info("responder: %d requests, %d flagged as resent\n",
+		atomic_read(&tt_srv_requests), atomic_read(&tt_srv_resent));
+	pr_info("RESULT: %s\n", err ? "FAIL" : "PASS");
+	mutex_unlock(&tt_run_lock);
+	return err ? -EIO : 0;
+}
+
+static int tt_rerun_set(const char *val, const struct kernel_param *kp)
+{
+	return tt_run();
+}
+
+static const struct kernel_param_ops tt_rerun_ops = {
+	.set = tt_rerun_set,
+};
+module_param_cb(rerun, &tt_rerun_ops, NULL, 0200);
+MODULE_PARM_DESC(rerun, "Write anything to run the requester tests again");
+
+static void tt_teardown(void)
+{
+	if (tt_keep)
+		tern_session_destroy(tt_keep);
+	tt_keep = NULL;
+	if (tt_lis4)
+		tern_listener_stop(tt_lis4);
+	if (tt_lis6)
+		tern_listener_stop(tt_lis6);
+	if (tt_cli)
+		tern_endpoint_destroy(tt_cli);
+	if (tt_srv)
+		tern_endpoint_destroy(tt_srv);
+	tt_lis4 = NULL;
+	tt_lis6 = NULL;
+	tt_cli = NULL;
+	tt_srv = NULL;
+}
+
+static int __init tt_init(void)
+{
+	struct tern_endpoint_conf srv_conf = {
+		.name = "msgr_test_srv",
+		.ops = &tt_srv_ops,
+	};
+	struct tern_endpoint_conf cli_conf = { .name = "msgr_test_cli" };
+	char uri[64];
+	int err;
+
+	tt_srv = tern_endpoint_create(&srv_conf);
+	if (IS_ERR(tt_srv)) {
+		err = PTR_ERR(tt_srv);
+		tt_srv = NULL;
+		return err;
+	}
+	tt_cli = tern_endpoint_create(&cli_conf);
+	if (IS_ERR(tt_cli)) {
+		err = PTR_ERR(tt_cli);
+		tt_cli = NULL;
+		goto fail;
+	}
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port);
+	tt_lis4 = tern_listen(tt_srv, uri);
+	if (IS_ERR(tt_lis4)) {
+		err = PTR_ERR(tt_lis4);
+		tt_lis4 = NULL;
+		pr_err("listen %s: %d\n", uri, err);
+		goto fail;
+	}
+	snprintf(uri, sizeof(uri), "tcp://[::1]:%u", port);
+	tt_lis6 = tern_listen(tt_srv, uri);
+	if (IS_ERR(tt_lis6)) {
+		err = PTR_ERR(tt_lis6);
+		tt_lis6 = NULL;
+		pr_err("listen %s: %d\n", uri, err);
+		goto fail;
+	}
+	err = tt_run();
+	if (err)
+		goto fail;
+
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port);
+	tt_keep = tern_connect(tt_cli, uri, &(struct tern_session_opts){
+				.nr_lanes = 2, .data_crc = true });
+	if (IS_ERR(tt_keep)) {
+		err = PTR_ERR(tt_keep);
+		tt_keep = NULL;
+		goto fail;
+	}
+	err = tt_one(tt_keep, TT_OP_WRITE, 8192, 0, 7, 0);
+	if (err)
+		goto fail;
+	return 0;
+fail:
+	tt_teardown();
+	return err;
+}
+
+static void __exit tt_exit(void)
+{
+	tt_teardown();
+}
+
+module_init(tt_init);
+module_exit(tt_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("tern messenger self-test: echo responder and requester checks");

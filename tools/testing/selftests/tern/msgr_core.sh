@@ -1,0 +1,92 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The messenger API driven from inside the kernel by tern_test_msgr:
+# loading it runs its checks (sizes 0..1 MiB at offsets 0/1/513/4095 both
+# ways over IPv4 and IPv6, 1..4 lanes, CRC on and off, replies from hard
+# interrupt context, a burst above the queue depth, concurrent senders,
+# bad URIs, fast failure on a closed port, loss timeout and reconnection
+# to a restarted peer, keepalive timeout and resend), and fails to load
+# if one fails. Then the same checks again under transport fault
+# injection and under data CRC failures, the debugfs statistics, the
+# refusal to unload a transport in use, and no objects left behind.
+
+. "$(dirname "$0")/ktap.sh"
+
+PARAMS=/sys/module/tern/parameters
+RERUN=/sys/module/tern_test_msgr/parameters/rerun
+DBG=/sys/kernel/debug/tern
+
+stat_has() {	# FILE LINE...
+	local f=$1 want
+	shift
+	for want in "$@"; do
+		grep -qx "$want" "$f" || { echo "$f lacks '$want'"; return 1; }
+	done
+}
+
+session_stats() {
+	local cli srv
+	cli=$(ls -d "$DBG"/msgr_test_cli.*/[0-9a-f]*/ 2>/dev/null | head -n1)
+	srv=$(ls -d "$DBG"/msgr_test_srv.*/r-*/ 2>/dev/null | head -n1)
+	[ -n "$cli" ] && [ -n "$srv" ] || { echo "no session in $DBG"; return 1; }
+	# the session the module keeps open: two live lanes, CRC on, one
+	# request of 8 KiB each way
+	stat_has "$cli/stats" "state live" "live_lanes 2" "data_crc 1" \
+		"lane0.state live" "lane1.state live" "role requester" \
+		"replies 1" || return 1
+	stat_has "$srv/stats" "state live" "live_lanes 2" "data_crc 1" \
+		"lane0.state live" "lane1.state live" "role responder" \
+		"requests 1"
+}
+
+counter_sum() {	# NAME: since the module loaded, over every lane
+	awk -v k="$1" '$1 == k { print $2 }' "$DBG/stats"
+}
+
+no_objects_left() {
+	local i
+	for i in $(seq 50); do
+		grep -q " [1-9]" "$DBG/objects" || return 0
+		sleep 0.1
+	done
+	cat "$DBG/objects"
+	return 1
+}
+
+ktap_plan 8
+
+modprobe tern_tcp
+ktap_check "in-kernel messenger checks pass (tern_test_msgr loads)" \
+	modprobe tern_test_msgr
+
+echo 40 > "$PARAMS/inject_fail_every"
+ktap_check "the checks pass again with 1 in 40 transport operations failing" \
+	sh -c "echo 1 > $RERUN"
+echo 0 > "$PARAMS/inject_fail_every"
+injected=$(counter_sum injected)
+reconnects=$(counter_sum reconnects)
+ktap_info "injected $injected failures, $reconnects reconnects"
+ktap_check "injected failures were counted and lanes reconnected" \
+	test "$injected" -gt 0 -a "$reconnects" -gt 0
+
+crc_before=$(counter_sum crc_errors)
+echo 5 > "$PARAMS/inject_crc_every"
+ktap_check "the checks pass again with every 5th data CRC failing" \
+	sh -c "echo 1 > $RERUN"
+echo 0 > "$PARAMS/inject_crc_every"
+crc_after=$(counter_sum crc_errors)
+ktap_check "data CRC mismatches were counted ($crc_before -> $crc_after)" \
+	test "$crc_after" -gt "$crc_before"
+
+ktap_check "debugfs shows the open session on both sides" session_stats
+
+if rmmod tern_tcp 2>/dev/null; then
+	ktap_fail "rmmod tern_tcp is refused while a listener uses it"
+else
+	ktap_pass "rmmod tern_tcp is refused while a listener uses it"
+fi
+
+ktap_check "after rmmod tern_test_msgr no endpoint, session, lane or request is left; modules unload" \
+	sh -c "rmmod tern_test_msgr && $(declare -f no_objects_left); DBG=$DBG no_objects_left && rmmod tern_tcp && rmmod tern"
+ktap_finish
