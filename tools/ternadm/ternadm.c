@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ternadm: administration CLI for tern.
+ *
+ *   ternadm GROUP COMMAND [ARGS...]
+ *
+ * GROUP selects a command group from the table below; the group parses
+ * the rest. Exit status: 0 success, 1 failure, 2 usage error.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "ternadm.h"
+
+const char *ternadm_prog = "ternadm";
+
+static const struct ternadm_group groups[] = {
+	{ "bench", "messenger benchmark: echo service and load generator",
+	  bench_main, bench_usage },
+};
+
+#define NR_GROUPS ARRAY_SIZE(groups)
+
+static void ternadm_usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "usage: %s GROUP COMMAND [ARGS...]\n", ternadm_prog);
+	fprintf(out, "       %s help [GROUP]\n\ngroups:\n", ternadm_prog);
+	for (i = 0; i < NR_GROUPS; i++)
+		fprintf(out, "  %-10s %s\n", groups[i].name, groups[i].summary);
+	fprintf(out, "\nSee ternadm(8).\n");
+}
+
+static const struct ternadm_group *find_group(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NR_GROUPS; i++)
+		if (!strcmp(groups[i].name, name))
+			return &groups[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const struct ternadm_group *g;
+
+	if (argc < 2) {
+		ternadm_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "--help")) {
+		if (argc == 2) {
+			ternadm_usage(stdout);
+			return EXIT_OK;
+		}
+		g = find_group(argv[2]);
+		if (!g || argc > 3) {
+			ternadm_err("help: unknown group '%s'", argv[2]);
+			return EXIT_USAGE;
+		}
+		g->usage(stdout);
+		return EXIT_OK;
+	}
+	g = find_group(argv[1]);
+	if (!g) {
+		ternadm_err("unknown group '%s'", argv[1]);
+		ternadm_usage(stderr);
+		return EXIT_USAGE;
+	}
+	return g->main(argc - 1, argv + 1);
+}

@@ -1,0 +1,390 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Messenger tests through tern_bench.ko and "ternadm bench": echo round
+# trips of many sizes, offsets, both directions, CRC on and off, over
+# IPv4 and IPv6, every byte verified; 100k messages on 4 lanes with every
+# reply matched exactly once; bad ioctl input refused with nothing
+# created; a run interrupted by a signal; clean module unload.
+#
+# The transport is a parameter: TRANSPORT=tcp (default) or rdma. The URI
+# scheme and hosts come from variables, so the same checks run on any
+# transport:
+#   TERN_SCHEME   URI scheme (default: $TRANSPORT)
+#   TERN_HOST4    IPv4 host (tcp: 127.0.0.1, rdma: $TERN_RDMA_ADDR0)
+#   TERN_HOST6    IPv6 host in brackets (tcp: [::1], rdma: none, skipped)
+#   TERN_BENCH_PORT  echo port (default 7500)
+#   TERNADM       the ternadm binary (default: the one built in the tree)
+
+. "$(dirname "$0")/ktap.sh"
+
+dir=$(cd "$(dirname "$0")" && pwd)
+TRANSPORT=${TRANSPORT:-tcp}
+SCHEME=${TERN_SCHEME:-$TRANSPORT}
+case "$TRANSPORT" in
+rdma)
+	HOST4=${TERN_HOST4:-${TERN_RDMA_ADDR0:-}}
+	HOST6=${TERN_HOST6:-}
+	;;
+*)
+	HOST4=${TERN_HOST4:-127.0.0.1}
+	HOST6=${TERN_HOST6:-[::1]}
+	;;
+esac
+PORT=${TERN_BENCH_PORT:-7500}
+TERNADM=${TERNADM:-$dir/../../../ternadm/ternadm}
+[ -x "$TERNADM" ] || TERNADM=$(command -v ternadm)
+URI4=$SCHEME://$HOST4:$PORT
+URI6=$SCHEME://$HOST6:$PORT
+DEV=/dev/tern-bench
+
+SIZES="0 1 511 4096 4097 65536 1048576 16777216"
+
+bench() {
+	"$TERNADM" bench "$@"
+}
+
+# ktap_check, then how long the script has been running.
+check() {
+	ktap_check "$@"
+	ktap_info "at ${SECONDS}s"
+}
+
+# The messenger's own view, when something went wrong.
+dump_debugfs() {
+	local f
+	for f in /sys/kernel/debug/tern/*/stats /sys/kernel/debug/tern/*/*/stats; do
+		[ -f "$f" ] && { echo "== $f"; grep -vE "^lane[0-9]+\.(tx|rx|crc|proto|inj)" "$f"; }
+	done
+}
+
+# jcheck JSON EXPR: EXPR, a python expression over the object r, holds.
+jcheck() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+try:
+    r = json.loads(sys.argv[1])
+except ValueError as e:
+    print("not JSON (%s): %r" % (e, sys.argv[1][:200]))
+    sys.exit(1)
+if not eval("(" + sys.argv[2] + ")", {}, {"r": r}):
+    print("failed: %s" % sys.argv[2])
+    print("result: %s" % json.dumps(r, sort_keys=True))
+    sys.exit(1)
+PY
+}
+
+# jget JSON KEY: the value of KEY in ternadm's flat JSON object. A tiny
+# parser in bash: starting python3 for each of ~80 runs costs minutes
+# under emulation.
+jget() {
+	local re="\"$2\":(\"[^\"]*\"|[^,}]*)"
+	[[ $1 =~ $re ]] || { echo "no key $2 in: $1" >&2; return 1; }
+	echo "${BASH_REMATCH[1]}"
+}
+
+# clean JSON COUNT: a run came out with every request accounted for:
+# COUNT messages sent, completed and matched exactly once, nothing lost,
+# no error or mismatch, the right byte count.
+clean() {
+	local j=$1 count=$2 k v size
+	for k in errors mismatches dup_completions lost; do
+		v=$(jget "$j" $k) || return 1
+		[ "$v" = 0 ] || { echo "$k = $v"; echo "$j"; return 1; }
+	done
+	[ "$(jget "$j" ok)" = true ] || { echo "not ok: $j"; return 1; }
+	for k in sent completed messages; do
+		v=$(jget "$j" $k) || return 1
+		[ "$v" = "$count" ] || { echo "$k = $v, want $count"; echo "$j"; return 1; }
+	done
+	size=$(jget "$j" size) || return 1
+	v=$(jget "$j" bytes) || return 1
+	[ "$v" = $((count * size)) ] || { echo "bytes = $v, want $((count * size))"; return 1; }
+}
+
+# run_ok URI COUNT EXTRA...: a --count run that must come out clean.
+run_ok() {
+	local uri=$1 count=$2 out rc
+	shift 2
+	out=$(bench run "$uri" --json --count "$count" "$@")
+	rc=$?
+	if [ $rc != 0 ]; then
+		echo "ternadm bench run $uri --count $count $*: exit $rc"
+		echo "$out"
+		return 1
+	fi
+	clean "$out" "$count" || { echo "args: $uri --count $count $*"; return 1; }
+}
+
+# The size matrix on one URI: both directions alternate, every byte
+# verified; the big ones run fewer messages at lower depth.
+matrix() {
+	local uri=$1 s count depth
+	shift
+	for s in $SIZES; do
+		if [ "$s" -ge 16777216 ]; then
+			count=2 depth=1
+		elif [ "$s" -ge 1048576 ]; then
+			count=4 depth=2
+		else
+			count=16 depth=4
+		fi
+		run_ok "$uri" $count --size "$s" --depth $depth --dir both \
+			--verify "$@" || return 1
+	done
+}
+
+# One direction at a time, a few sizes.
+one_way() {
+	local uri=$1 d s
+	for d in to from; do
+		for s in 1 4097 65536; do
+			run_ok "$uri" 8 --size "$s" --depth 2 --dir "$d" \
+				--verify --unaligned || return 1
+		done
+	done
+}
+
+stat_of() {
+	local j
+	j=$(bench stats --json) || return 1
+	jget "$j" "$1"
+}
+
+many_messages() {
+	local before after out dups0 dups1
+	before=$(stat_of requests) || return 1
+	dups0=$(stat_of duplicates) || return 1
+	out=$(timeout -s TERM 150 "$TERNADM" bench run "$URI4" --json --lanes 4 \
+		--depth 64 --size 64 --dir both --count 100000)
+	echo "$out"
+	clean "$out" 100000 || { dump_debugfs; return 1; }
+	[ "$(jget "$out" lanes)" = 4 ] || return 1
+	after=$(stat_of requests) || return 1
+	dups1=$(stat_of duplicates) || return 1
+	echo "echo requests $before -> $after, duplicates $dups0 -> $dups1"
+	[ $((after - before)) -ge 100000 ] && [ "$dups1" = "$dups0" ]
+}
+
+sessions_and_timed() {
+	local out
+	run_ok "$URI4" 2000 --sessions 4 --lanes 2 --depth 16 --size 4k \
+		--dir both --verify --crc || return 1
+	out=$(bench run "$URI4" --json --time 2 --depth 32 --size 4k)
+	echo "$out"
+	clean "$out" "$(jget "$out" sent)" || return 1
+	jcheck "$out" "r['messages'] > 0 and r['msgs_per_sec'] > 0 and
+0 < r['lat_min_us'] <= r['lat_p50_us'] <= r['lat_p99_us'] <=
+r['lat_p999_us'] and r['lat_p50_us'] <= r['lat_max_us'] * 1.04 and
+r['nr_cpus'] > 0 and r['cpu_busy_ns'] > 0 and
+1.9e9 < r['elapsed_ns'] < 30e9"
+}
+
+# Raw ioctls, below ternadm's own checks: each must fail with EINVAL and
+# leave no listener, no session and no run endpoint behind.
+bad_ioctls() {
+	local listeners0 sessions0
+	listeners0=$(stat_of listeners) || return 1
+	sessions0=$(stat_of sessions) || return 1
+	python3 - "$DEV" "$URI4" <<'PY' || return 1
+import errno, fcntl, os, struct, sys
+
+dev, uri = sys.argv[1], sys.argv[2].encode()
+def IOC(d, nr, size):
+    return (d << 30) | (size << 16) | (0xE8 << 8) | nr
+SERVE = IOC(1, 1, 168)
+RUN = IOC(3, 3, 448)
+STATS = IOC(3, 4, 152)
+
+def serve(u, size=168, flags=0, res=0):
+    return struct.pack("<II128s4Q", size, flags, u, res, 0, 0, 0)
+
+def run(u=uri, sessions=1, lanes=1, depth=4, d=1, msg=4096, off=0,
+        dur=0, count=10, size=448, flags=0, res=0):
+    b = struct.pack("<II128s8IQ6Q", size, flags, u, sessions, lanes, depth,
+                    d, msg, off, dur, 0, count, res, 0, 0, 0, 0, 0)
+    return b + b"\0" * (448 - len(b))
+
+fd = os.open(dev, os.O_RDWR)
+cases = [
+    ("serve: bad uri", SERVE, serve(b"tcp://1.2.3")),
+    ("serve: unknown scheme", SERVE, serve(b"nope://127.0.0.1:7501")),
+    ("serve: uri not NUL-terminated", SERVE, serve(b"t" * 128)),
+    ("serve: empty uri", SERVE, serve(b"")),
+    ("serve: bad size", SERVE, serve(b"tcp://127.0.0.1:7502", size=100)),
+    ("serve: flags", SERVE, serve(b"tcp://127.0.0.1:7502", flags=1)),
+    ("serve: reserved", SERVE, serve(b"tcp://127.0.0.1:7502", res=1)),
+    ("run: depth 0", RUN, run(depth=0)),
+    ("run: depth 4097", RUN, run(depth=4097)),
+    ("run: oversized payload", RUN, run(msg=(16 << 20) + 1)),
+    ("run: sessions 0", RUN, run(sessions=0)),
+    ("run: sessions 65", RUN, run(sessions=65)),
+    ("run: lanes 0", RUN, run(lanes=0)),
+    ("run: lanes 65", RUN, run(lanes=65)),
+    ("run: dir 9", RUN, run(d=9)),
+    ("run: offset 4096", RUN, run(off=4096)),
+    ("run: count and duration", RUN, run(dur=1000)),
+    ("run: neither count nor duration", RUN, run(count=0)),
+    ("run: duration too long", RUN, run(dur=3600 * 1000 + 1, count=0)),
+    ("run: bad uri", RUN, run(u=b"tcp://[::1")),
+    ("run: uri not NUL-terminated", RUN, run(u=b"x" * 128)),
+    ("run: unknown flags", RUN, run(flags=4)),
+    ("run: bad size", RUN, run(size=447)),
+    ("run: reserved", RUN, run(res=1)),
+    ("run: too much memory", RUN, run(sessions=64, depth=4096, msg=1 << 20)),
+    ("stats: bad size", STATS, struct.pack("<II", 8, 0) + b"\0" * 144),
+]
+bad = 0
+for name, cmd, arg in cases:
+    try:
+        fcntl.ioctl(fd, cmd, bytearray(arg))
+        print("%s: accepted" % name)
+        bad += 1
+    except OSError as e:
+        want = errno.EPROTONOSUPPORT if "scheme" in name else errno.EINVAL
+        if e.errno != want:
+            print("%s: errno %d, want %d" % (name, e.errno, want))
+            bad += 1
+try:
+    fcntl.ioctl(fd, IOC(3, 0x7f, 8), bytearray(8))
+    print("unknown ioctl accepted")
+    bad += 1
+except OSError as e:
+    if e.errno != errno.ENOTTY:
+        print("unknown ioctl: errno %d" % e.errno)
+        bad += 1
+print("%d bad inputs checked, %d wrongly handled" % (len(cases) + 1, bad))
+sys.exit(1 if bad else 0)
+PY
+	# The CLI refuses too, with exit 2, before reaching the kernel.
+	bench run "$URI4" --depth 0 --count 1 2>/dev/null; [ $? = 2 ] || return 1
+	bench run "$URI4" --size 17m --count 1 2>/dev/null; [ $? = 2 ] || return 1
+	bench serve "tcp://1.2.3" 2>/dev/null; [ $? = 1 ] || return 1
+	[ "$(stat_of listeners)" = "$listeners0" ] || return 1
+	[ "$(stat_of sessions)" = "$sessions0" ] || return 1
+	if ls -d /sys/kernel/debug/tern/bench_run.* 2>/dev/null; then
+		echo "a run endpoint was left behind"
+		return 1
+	fi
+	return 0
+}
+
+# A long run stopped by a signal returns quickly; while it runs the module
+# refuses to unload. (SIGTERM: background jobs of a script ignore SIGINT.)
+interrupt() {
+	local pid t0 t1 rc
+	[ "$(stat_of sessions)" = 0 ] ||
+		{ echo "echo sessions open before the run"; dump_debugfs; return 1; }
+	# ternadm itself, not a subshell running the bench() function.
+	"$TERNADM" bench run "$URI4" --time 60 --depth 8 --size 4k \
+		>/dev/null 2>&1 &
+	pid=$!
+	sleep 3
+	if rmmod tern_bench 2>/dev/null; then
+		echo "rmmod tern_bench succeeded during a run"
+		return 1
+	fi
+	t0=$(date +%s)
+	kill -TERM $pid
+	wait $pid
+	rc=$?
+	t1=$(date +%s)
+	echo "interrupted run: exit $rc after $((t1 - t0)) s"
+	[ $rc != 0 ] && [ $((t1 - t0)) -lt 15 ] || return 1
+	# Its session closes on the echo side too.
+	for _ in $(seq 50); do
+		[ "$(stat_of sessions)" = 0 ] && return 0
+		sleep 0.2
+	done
+	echo "echo sessions still open: $(stat_of sessions)"
+	dump_debugfs
+	return 1
+}
+
+echo_clean() {
+	local k v
+	bench stats
+	for k in verify_errors errors duplicates; do
+		v=$(stat_of $k) || return 1
+		[ "$v" = 0 ] || { echo "echo $k = $v"; return 1; }
+	done
+}
+
+stop_all() {
+	bench stop || return 1
+	[ "$(stat_of listeners)" = 0 ] && [ "$(stat_of sessions)" = 0 ] ||
+		return 1
+	# Nothing listens any more: a run fails to connect, exit 1.
+	bench run "$URI4" --count 1 2>&1
+	[ $? = 1 ]
+}
+
+unload() {
+	local m
+	for m in tern_bench "tern_$TRANSPORT" tern; do
+		rmmod "$m" || return 1
+	done
+	! grep -qE "^(tern|tern_bench|tern_$TRANSPORT) " /proc/modules
+}
+
+slab_kb() {
+	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
+}
+
+ktap_plan 19
+
+if [ -z "$HOST4" ] || [ ! -x "$TERNADM" ]; then
+	ktap_info "no host for $TRANSPORT or no ternadm ($TERNADM)"
+	for _ in $(seq 19); do ktap_skip "setup missing"; done
+	ktap_finish
+fi
+
+slab0=$(slab_kb)
+check "modules tern, tern_$TRANSPORT, tern_bench load; $DEV exists" \
+	bash -c "modprobe tern && modprobe tern_$TRANSPORT && modprobe tern_bench && [ -c $DEV ]"
+check "echo serves $URI4" bench serve "$URI4"
+if [ -n "$HOST6" ]; then
+	check "echo serves $URI6" bench serve "$URI6"
+else
+	ktap_skip "no IPv6 host for $TRANSPORT"
+fi
+check "serving the same URI twice is refused" \
+	bash -c "! '$TERNADM' bench serve '$URI4' 2>&1"
+check "bad ioctl input is refused and creates nothing" bad_ioctls
+
+# IPv4: CRC off and on, aligned and not. IPv6, the same paths with
+# another address family: two of the four, to keep the script short.
+check "IPv4 sizes 0..16M both ways, verified, crc off, aligned" \
+	matrix "$URI4"
+check "IPv4 sizes 0..16M both ways, verified, crc on, aligned" \
+	matrix "$URI4" --crc
+check "IPv4 sizes 0..16M both ways, verified, crc off, offset 513" \
+	matrix "$URI4" --unaligned
+check "IPv4 sizes 0..16M both ways, verified, crc on, offset 1" \
+	matrix "$URI4" --crc --offset 1
+if [ -n "$HOST6" ]; then
+	check "IPv6 sizes 0..16M both ways, verified, crc off, aligned" \
+		matrix "$URI6"
+	check "IPv6 sizes 0..16M both ways, verified, crc on, offset 513" \
+		matrix "$URI6" --crc --unaligned
+else
+	ktap_skip "no IPv6 host for $TRANSPORT"
+	ktap_skip "no IPv6 host for $TRANSPORT"
+fi
+check "one direction at a time (to, from), unaligned, verified" \
+	one_way "$URI4"
+check "100k messages on 4 lanes: all matched once, echo saw >= 100k, no duplicates" \
+	many_messages
+check "4 sessions x 2 lanes with crc, verified; a timed run reports sane numbers" \
+	sessions_and_timed
+check "a run interrupted by a signal ends cleanly; rmmod refused meanwhile" \
+	interrupt
+check "echo counters: no verify errors, no errors, no duplicates" \
+	echo_clean
+check "bench stop closes every listener and session" stop_all
+check "rmmod tern_bench tern_$TRANSPORT tern" unload
+slab1=$(slab_kb)
+ktap_info "Slab: ${slab0} kB before loading, ${slab1} kB after unloading"
+check "slab usage back near its baseline (within 8 MiB)" \
+	test $((slab1 - slab0)) -lt 8192
+ktap_finish
