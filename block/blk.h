@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tern_blk: private declarations shared by the block device (blk_dev.c)
+ * and the mapping interface (blk_ctl.c).
+ */
+#ifndef _TERN_BLK_H
+#define _TERN_BLK_H
+
+#include <linux/blk-mq.h>
+#include <linux/list.h>
+#include <tern/tern.h>
+#include <uapi/tern/tern_blk_proto.h>
+
+#define TERN_BLK_MINORS		16
+#define TERN_BLK_MAX_SEGMENTS	128
+#define TERN_BLK_INLINE_BVECS	4
+#define TERN_BLK_OPTS_MAX	1024	/* longest option string, with NUL */
+
+/* Options of one mapping; see Documentation/admin-guide.rst. */
+struct tern_blk_opts {
+	char		transport[16];
+	char		address[48];
+	u16		service;
+	char		export[TERN_BLK_NAME_LEN];
+	char		host[TERN_BLK_NAME_LEN];
+	unsigned int	lanes;
+	unsigned int	queue_depth;
+	unsigned int	loss_timeout;	/* seconds, 0: messenger default */
+	bool		crc;
+	bool		read_only;
+};
+
+enum tern_blk_state {
+	TERN_BLK_LIVE,
+	TERN_BLK_RECONNECTING,
+	TERN_BLK_FAILED,
+	TERN_BLK_DELETING,
+};
+
+struct tern_blk_dev {
+	struct list_head	entry;		/* tern_blk_devs */
+	int			idx;
+	char			name[DISK_NAME_LEN];
+	struct tern_blk_opts	opts;
+	struct tern_session	*sess;
+	struct tern_session_info si;
+	struct tern_blk_info	info;		/* from OPEN */
+	u64			handle;
+	bool			read_only;
+	atomic_t		state;		/* enum tern_blk_state */
+	struct blk_mq_tag_set	tag_set;
+	struct gendisk		*disk;
+};
+
+/* blk_dev.c */
+int tern_blk_dev_init(void);
+void tern_blk_dev_exit(void);
+int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size);
+int tern_blk_remove(const char *name);
+void tern_blk_remove_all(void);
+
+#endif /* _TERN_BLK_H */

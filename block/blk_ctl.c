@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern_blk: the mapping interface, /dev/tern-blk-ctl.
+ *
+ * Like /dev/nvme-fabrics: write(2) one option string
+ *
+ *   transport=tcp,address=127.0.0.1,service=7447,export=vol0,lanes=2
+ *
+ * to map an export; a following read(2) on the same open file returns the
+ * new device name ("tern0\n"). Writing "remove=tern0" unmaps a device.
+ * Unknown, duplicate, empty or malformed options fail the write with
+ * -EINVAL, log why, and create nothing. Documentation/admin-guide.rst
+ * lists every option.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ctype.h>
+#include <linux/fs.h>
+#include <linux/inet.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/utsname.h>
+#include "blk.h"
+
+enum {
+	OPT_TRANSPORT,
+	OPT_ADDRESS,
+	OPT_SERVICE,
+	OPT_EXPORT,
+	OPT_HOST,
+	OPT_LANES,
+	OPT_QUEUE_DEPTH,
+	OPT_CRC,
+	OPT_READ_ONLY,
+	OPT_LOSS_TIMEOUT,
+	OPT_NR,
+};
+
+static const char *const tern_blk_opt_names[OPT_NR] = {
+	[OPT_TRANSPORT]		= "transport",
+	[OPT_ADDRESS]		= "address",
+	[OPT_SERVICE]		= "service",
+	[OPT_EXPORT]		= "export",
+	[OPT_HOST]		= "host",
+	[OPT_LANES]		= "lanes",
+	[OPT_QUEUE_DEPTH]	= "queue_depth",
+	[OPT_CRC]		= "crc",
+	[OPT_READ_ONLY]		= "read_only",
+	[OPT_LOSS_TIMEOUT]	= "loss_timeout",
+};
+
+static bool tern_blk_name_ok(const char *s)
+{
+	size_t len = strlen(s), i;
+
+	if (!len || len >= TERN_BLK_NAME_LEN)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum(s[i]) && !strchr("._:-", s[i]))
+			return false;
+	return true;
+}
+
+static int tern_blk_uint(const char *key, const char *val, unsigned int lo,
+			 unsigned int hi, unsigned int *out)
+{
+	unsigned int v;
+
+	if (kstrtouint(val, 10, &v) || v < lo || v > hi) {
+		pr_err("option %s=%s: expected a number in %u..%u\n", key, val,
+		       lo, hi);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static int tern_blk_bool(const char *key, const char *val, bool *out)
+{
+	if (strcmp(val, "0") && strcmp(val, "1")) {
+		pr_err("option %s=%s: expected 0 or 1\n", key, val);
+		return -EINVAL;
+	}
+	*out = val[0] == '1';
+	return 0;
+}
+
+static int tern_blk_address(const char *val, struct tern_blk_opts *o)
+{
+	size_t len = strlen(val);
+	const char *end;
+	u8 addr[16];
+
+	if (len && len < sizeof(o->address) &&
+	    ((in4_pton(val, len, addr, -1, &end) == 1 && end == val + len) ||
+	     (in6_pton(val, len, addr, -1, &end) == 1 && end == val + len))) {
+		strscpy(o->address, val, sizeof(o->address));
+		return 0;
+	}
+	pr_err("option address=%s: expected a numeric IPv4 or IPv6 address\n",
+	       val);
+	return -EINVAL;
+}
+
+static void tern_blk_default_host(struct tern_blk_opts *o)
+{
+	const char *node = init_utsname()->nodename;
+
+	if (tern_blk_name_ok(node))
+		strscpy(o->host, node, sizeof(o->host));
+	else
+		strscpy(o->host, "unknown", sizeof(o->host));
+}
+
+static int tern_blk_parse_one(unsigned int opt, const char *key,
+			      const char *val, struct tern_blk_opts *o)
+{
+	unsigned int v;
+	int err;
+
+	switch (opt) {
+	case OPT_TRANSPORT:
+		if (strcmp(val, "tcp") && strcmp(val, "rdma")) {
+			pr_err("option transport=%s: expected tcp or rdma\n",
+			       val);
+			return -EINVAL;
+		}
+		strscpy(o->transport, val, sizeof(o->transport));
+		return 0;
+	case OPT_ADDRESS:
+		return tern_blk_address(val, o);
+	case OPT_SERVICE:
+		err = tern_blk_uint(key, val, 1, 65535, &v);
+		o->service = v;
+		return err;
+	case OPT_EXPORT:
+	case OPT_HOST:
+		if (!tern_blk_name_ok(val)) {
+			pr_err("option %s: expected 1-63 of [A-Za-z0-9._:-]\n",
+			       key);
+			return -EINVAL;
+		}
+		strscpy(opt == OPT_EXPORT ? o->export : o->host, val,
+			TERN_BLK_NAME_LEN);
+		return 0;
+	case OPT_LANES:
+		return tern_blk_uint(key, val, 1, TERN_WIRE_MAX_LANES,
+				     &o->lanes);
+	case OPT_QUEUE_DEPTH:
+		return tern_blk_uint(key, val, 1, TERN_WIRE_MAX_QDEPTH,
+				     &o->queue_depth);
+	case OPT_CRC:
+		return tern_blk_bool(key, val, &o->crc);
+	case OPT_READ_ONLY:
+		return tern_blk_bool(key, val, &o->read_only);
+	case OPT_LOSS_TIMEOUT:
+		return tern_blk_uint(key, val, 1, 86400, &o->loss_timeout);
+	}
+	return -EINVAL;
+}
+
+/* Parse "key=value,key=value"; @buf is modified. */
+static int tern_blk_parse(char *buf, struct tern_blk_opts *o)
+{
+	unsigned long seen = 0;
+	char *p = buf, *tok;
+	unsigned int opt;
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	strscpy(o->transport, "tcp", sizeof(o->transport));
+	o->service = TERN_DEFAULT_PORT;
+	o->lanes = 1;
+	o->queue_depth = 128;
+	tern_blk_default_host(o);
+
+	while ((tok = strsep(&p, ","))) {
+		char *val = strchr(tok, '=');
+
+		if (!val || val == tok || !val[1]) {
+			pr_err("option '%.64s': expected key=value\n", tok);
+			return -EINVAL;
+		}
+		*val++ = '\0';
+		for (opt = 0; opt < OPT_NR; opt++)
+			if (!strcmp(tok, tern_blk_opt_names[opt]))
+				break;
+		if (opt == OPT_NR) {
+			pr_err("unknown option '%.64s'\n", tok);
+			return -EINVAL;
+		}
+		if (__test_and_set_bit(opt, &seen)) {
+			pr_err("option %s given twice\n", tok);
+			return -EINVAL;
+		}
+		err = tern_blk_parse_one(opt, tok, val, o);
+		if (err)
+			return err;
+	}
+	if (!test_bit(OPT_ADDRESS, &seen) || !test_bit(OPT_EXPORT, &seen)) {
+		pr_err("options address and export are required\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct tern_blk_ctl_file {
+	struct mutex	lock;		/* name */
+	char		name[DISK_NAME_LEN + 1];
+};
+
+static int tern_blk_ctl_open(struct inode *inode, struct file *file)
+{
+	struct tern_blk_ctl_file *cf;
+
+	cf = kzalloc(sizeof(*cf), GFP_KERNEL);
+	if (!cf)
+		return -ENOMEM;
+	mutex_init(&cf->lock);
+	file->private_data = cf;
+	return 0;
+}
+
+static int tern_blk_ctl_release(struct inode *inode, struct file *file)
+{
+	struct tern_blk_ctl_file *cf = file->private_data;
+
+	mutex_destroy(&cf->lock);
+	kfree(cf);
+	return 0;
+}
+
+static ssize_t tern_blk_ctl_write(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *pos)
+{
+	struct tern_blk_ctl_file *cf = file->private_data;
+	char name[DISK_NAME_LEN];
+	struct tern_blk_opts *o;
+	char *buf;
+	int err;
+
+	if (!count || count >= TERN_BLK_OPTS_MAX) {
+		pr_err("option string must be 1..%d bytes\n",
+		       TERN_BLK_OPTS_MAX - 1);
+		return -EINVAL;
+	}
+	buf = memdup_user_nul(ubuf, count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	if (buf[count - 1] == '\n')
+		buf[--count] = '\0';
+	if (strlen(buf) != count || !count) {
+		pr_err("option string is empty or holds a NUL byte\n");
+		err = -EINVAL;
+		goto out;
+	}
+
+	if (!strncmp(buf, "remove=", 7)) {
+		err = tern_blk_remove(buf + 7);
+		if (err)
+			pr_err("remove: no device '%.32s'\n", buf + 7);
+		goto out;
+	}
+
+	o = kmalloc(sizeof(*o), GFP_KERNEL);
+	if (!o) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = tern_blk_parse(buf, o);
+	if (!err)
+		err = tern_blk_add(o, name, sizeof(name));
+	kfree(o);
+	if (!err) {
+		mutex_lock(&cf->lock);
+		snprintf(cf->name, sizeof(cf->name), "%s\n", name);
+		*pos = 0;	/* the next read returns the new name */
+		mutex_unlock(&cf->lock);
+	}
+out:
+	kfree(buf);
+	return err ?: (ssize_t)count;
+}
+
+static ssize_t tern_blk_ctl_read(struct file *file, char __user *ubuf,
+				 size_t count, loff_t *pos)
+{
+	struct tern_blk_ctl_file *cf = file->private_data;
+	ssize_t ret;
+
+	mutex_lock(&cf->lock);
+	ret = simple_read_from_buffer(ubuf, count, pos, cf->name,
+				      strlen(cf->name));
+	mutex_unlock(&cf->lock);
+	return ret;
+}
+
+static const struct file_operations tern_blk_ctl_fops = {
+	.owner		= THIS_MODULE,
+	.open		= tern_blk_ctl_open,
+	.release	= tern_blk_ctl_release,
+	.write		= tern_blk_ctl_write,
+	.read		= tern_blk_ctl_read,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice tern_blk_ctl_misc = {
+	.minor		= MISC_DYNAMIC_MINOR,
+	.name		= "tern-blk-ctl",
+	.fops		= &tern_blk_ctl_fops,
+	.mode		= 0600,
+};
+
+static int __init tern_blk_init(void)
+{
+	int err;
+
+	err = tern_blk_dev_init();
+	if (err)
+		return err;
+	err = misc_register(&tern_blk_ctl_misc);
+	if (err) {
+		tern_blk_dev_exit();
+		return err;
+	}
+	return 0;
+}
+
+static void __exit tern_blk_exit(void)
+{
+	misc_deregister(&tern_blk_ctl_misc);
+	tern_blk_dev_exit();
+}
+
+module_init(tern_blk_init);
+module_exit(tern_blk_exit);
+MODULE_DESCRIPTION("tern block device: maps a remote tern export");
+MODULE_LICENSE("GPL");

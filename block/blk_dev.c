@@ -1,0 +1,757 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern_blk: a blk-mq block device on a remote tern_target export.
+ *
+ * One session per device; one hardware queue per lane of the session and
+ * a tag set shared by all of them, as deep as the session's negotiated
+ * queue depth, so a request that got a tag always fits the messenger's
+ * in-flight window. Each request becomes one tern transaction whose data
+ * buffer is the request's own bio_vecs: the target pulls WRITE data from
+ * them and pushes READ data into them.
+ *
+ * Failures ride the messenger: while a session reconnects its requests
+ * wait in the messenger and are resent, so the block timeout only re-arms;
+ * past the loss timeout the messenger fails them and so do we (EIO).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blkdev.h>
+#include <linux/completion.h>
+#include <linux/idr.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include "blk.h"
+
+struct tern_blk_cmd {
+	struct tern_request	treq;
+	struct tern_blk_req	front;
+	blk_status_t		status;
+	unsigned int		nr_bvec;
+	struct bio_vec		*bvec;
+	struct bio_vec		inline_bvec[TERN_BLK_INLINE_BVECS];
+};
+
+static int tern_blk_major;
+static DEFINE_IDA(tern_blk_ida);
+static DEFINE_MUTEX(tern_blk_mutex);	/* tern_blk_devs */
+static LIST_HEAD(tern_blk_devs);
+static struct tern_endpoint *tern_blk_ep;
+
+static const char *const tern_blk_state_names[] = {
+	[TERN_BLK_LIVE]		= "live",
+	[TERN_BLK_RECONNECTING]	= "reconnecting",
+	[TERN_BLK_FAILED]	= "failed",
+	[TERN_BLK_DELETING]	= "deleting",
+};
+
+/* ---- I/O ---- */
+
+static void tern_blk_req_done(struct tern_request *treq)
+{
+	struct request *rq = treq->priv;
+	struct tern_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	blk_status_t sts = BLK_STS_OK;
+
+	if (treq->status) {
+		sts = BLK_STS_IOERR;
+	} else if (treq->reply_status) {
+		if (treq->reply_status == -ENOMEM)
+			sts = BLK_STS_RESOURCE;	/* target short of memory */
+		else
+			sts = errno_to_blk_status(treq->reply_status);
+	} else if (req_op(rq) == REQ_OP_READ &&
+		   treq->reply_data_len != treq->data_len) {
+		sts = BLK_STS_IOERR;
+	}
+	if (sts && sts != BLK_STS_RESOURCE)
+		pr_debug("%s: request %llu failed: status %d reply %d\n",
+			 rq->q->disk ? rq->q->disk->disk_name : "?",
+			 treq->tid, treq->status, treq->reply_status);
+	cmd->status = sts;
+	blk_mq_complete_request(rq);
+}
+
+static void tern_blk_complete(struct request *rq)
+{
+	struct tern_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	if (cmd->bvec != cmd->inline_bvec)
+		kfree(cmd->bvec);
+	cmd->bvec = NULL;
+	if (cmd->status == BLK_STS_RESOURCE) {
+		blk_mq_requeue_request(rq, false);
+		blk_mq_delay_kick_requeue_list(rq->q, 100);
+		return;
+	}
+	blk_mq_end_request(rq, cmd->status);
+}
+
+/* Describe the request's data as bio_vecs; 0 or BLK_STS_RESOURCE. */
+static blk_status_t tern_blk_map_data(struct request *rq,
+				      struct tern_blk_cmd *cmd)
+{
+	struct req_iterator iter;
+	struct bio_vec bv;
+	unsigned int n = 0;
+
+	rq_for_each_bvec(bv, rq, iter)
+		n++;
+	cmd->bvec = cmd->inline_bvec;
+	if (n > TERN_BLK_INLINE_BVECS) {
+		cmd->bvec = kmalloc_array(n, sizeof(*cmd->bvec), GFP_ATOMIC);
+		if (!cmd->bvec)
+			return BLK_STS_RESOURCE;
+	}
+	n = 0;
+	rq_for_each_bvec(bv, rq, iter)
+		cmd->bvec[n++] = bv;
+	cmd->nr_bvec = n;
+	cmd->treq.bvec = cmd->bvec;
+	cmd->treq.nr_bvec = n;
+	cmd->treq.data_len = blk_rq_bytes(rq);
+	return BLK_STS_OK;
+}
+
+static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
+				      const struct blk_mq_queue_data *bd)
+{
+	struct tern_blk_dev *dev = hctx->queue->queuedata;
+	struct request *rq = bd->rq;
+	struct tern_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct tern_request *treq = &cmd->treq;
+	struct tern_blk_req *f = &cmd->front;
+	blk_status_t sts = BLK_STS_OK;
+	u16 flags = 0;
+	int err;
+
+	tern_request_init(treq);
+	memset(f, 0, sizeof(*f));
+	cmd->bvec = NULL;
+	cmd->status = BLK_STS_OK;
+
+	switch (req_op(rq)) {
+	case REQ_OP_READ:
+		f->opcode = TERN_BLK_OP_READ;
+		treq->dir = TERN_DATA_FROM_RESPONDER;
+		sts = tern_blk_map_data(rq, cmd);
+		break;
+	case REQ_OP_WRITE:
+		f->opcode = TERN_BLK_OP_WRITE;
+		if (rq->cmd_flags & REQ_FUA)
+			flags |= TERN_BLK_F_FUA;
+		treq->dir = TERN_DATA_TO_RESPONDER;
+		sts = tern_blk_map_data(rq, cmd);
+		break;
+	case REQ_OP_FLUSH:
+		f->opcode = TERN_BLK_OP_FLUSH;
+		break;
+	case REQ_OP_DISCARD:
+		f->opcode = TERN_BLK_OP_DISCARD;
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		f->opcode = TERN_BLK_OP_WRITE_ZEROES;
+		if (rq->cmd_flags & REQ_NOUNMAP)
+			flags |= TERN_BLK_F_NOUNMAP;
+		break;
+	default:
+		return BLK_STS_NOTSUPP;
+	}
+	if (sts)
+		return sts;
+
+	f->version = TERN_BLK_PROTO_VERSION;
+	f->flags = cpu_to_le16(flags);
+	f->handle = cpu_to_le64(dev->handle);
+	if (f->opcode != TERN_BLK_OP_FLUSH) {
+		f->offset = cpu_to_le64(blk_rq_pos(rq));
+		f->length = cpu_to_le32(blk_rq_bytes(rq));
+	}
+	treq->front = f;
+	treq->front_len = sizeof(*f);
+	treq->lane_hint = hctx->queue_num;
+	treq->done = tern_blk_req_done;
+	treq->priv = rq;
+
+	blk_mq_start_request(rq);
+	err = tern_send(dev->sess, treq, TERN_SEND_NOWAIT);
+	if (!err)
+		return BLK_STS_OK;
+	if (cmd->bvec != cmd->inline_bvec)
+		kfree(cmd->bvec);
+	cmd->bvec = NULL;
+	if (err == -EAGAIN)
+		return BLK_STS_RESOURCE;
+	pr_debug("%s: cannot send request (%d)\n", dev->name, err);
+	return BLK_STS_IOERR;
+}
+
+static enum blk_eh_timer_return tern_blk_timeout(struct request *rq)
+{
+	struct tern_blk_dev *dev = rq->q->queuedata;
+	struct tern_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	int state = atomic_read(&dev->state);
+
+	/*
+	 * The messenger resends across reconnects and fails what is still
+	 * pending at the loss timeout; only a failed session is given up
+	 * here.
+	 */
+	if (state == TERN_BLK_FAILED || state == TERN_BLK_DELETING) {
+		if (!tern_cancel(&cmd->treq))
+			return BLK_EH_DONE;
+	}
+	return BLK_EH_RESET_TIMER;
+}
+
+static const struct blk_mq_ops tern_blk_mq_ops = {
+	.queue_rq	= tern_blk_queue_rq,
+	.complete	= tern_blk_complete,
+	.timeout	= tern_blk_timeout,
+};
+
+static const struct block_device_operations tern_blk_fops = {
+	.owner		= THIS_MODULE,
+};
+
+/* ---- sysfs: /sys/block/ternN/tern/ ---- */
+
+static struct tern_blk_dev *to_tern_blk(struct device *d)
+{
+	return dev_to_disk(d)->private_data;
+}
+
+static ssize_t transport_show(struct device *d,
+			      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", to_tern_blk(d)->opts.transport);
+}
+static DEVICE_ATTR_RO(transport);
+
+static ssize_t address_show(struct device *d, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s\n", to_tern_blk(d)->opts.address);
+}
+static DEVICE_ATTR_RO(address);
+
+static ssize_t export_show(struct device *d, struct device_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%s\n", to_tern_blk(d)->opts.export);
+}
+static DEVICE_ATTR_RO(export);
+
+static ssize_t host_show(struct device *d, struct device_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "%s\n", to_tern_blk(d)->opts.host);
+}
+static DEVICE_ATTR_RO(host);
+
+static ssize_t service_show(struct device *d, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_tern_blk(d)->opts.service);
+}
+static DEVICE_ATTR_RO(service);
+
+static ssize_t lanes_show(struct device *d, struct device_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_tern_blk(d)->si.nr_lanes);
+}
+static DEVICE_ATTR_RO(lanes);
+
+static ssize_t queue_depth_show(struct device *d,
+				struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_tern_blk(d)->si.queue_depth);
+}
+static DEVICE_ATTR_RO(queue_depth);
+
+static ssize_t max_data_show(struct device *d, struct device_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_tern_blk(d)->si.max_data);
+}
+static DEVICE_ATTR_RO(max_data);
+
+static ssize_t crc_show(struct device *d, struct device_attribute *attr,
+			char *buf)
+{
+	return sysfs_emit(buf, "%d\n",
+			  !!(to_tern_blk(d)->si.features & TERN_FEAT_DATA_CRC));
+}
+static DEVICE_ATTR_RO(crc);
+
+static ssize_t state_show(struct device *d, struct device_attribute *attr,
+			  char *buf)
+{
+	int state = atomic_read(&to_tern_blk(d)->state);
+
+	return sysfs_emit(buf, "%s\n", tern_blk_state_names[state]);
+}
+static DEVICE_ATTR_RO(state);
+
+static int tern_blk_rescan(struct tern_blk_dev *dev);
+
+/* Writing 1 asks the target for the export's size again (resize). */
+static ssize_t rescan_store(struct device *d, struct device_attribute *attr,
+			    const char *buf, size_t count)
+{
+	bool val;
+	int err;
+
+	if (kstrtobool(buf, &val) || !val)
+		return -EINVAL;
+	err = tern_blk_rescan(to_tern_blk(d));
+	return err ?: count;
+}
+static DEVICE_ATTR_WO(rescan);
+
+static struct attribute *tern_blk_attrs[] = {
+	&dev_attr_rescan.attr,
+	&dev_attr_transport.attr,
+	&dev_attr_address.attr,
+	&dev_attr_service.attr,
+	&dev_attr_export.attr,
+	&dev_attr_host.attr,
+	&dev_attr_state.attr,
+	&dev_attr_lanes.attr,
+	&dev_attr_queue_depth.attr,
+	&dev_attr_max_data.attr,
+	&dev_attr_crc.attr,
+	NULL,
+};
+
+static const struct attribute_group tern_blk_attr_group = {
+	.name	= "tern",
+	.attrs	= tern_blk_attrs,
+};
+
+static const struct attribute_group *tern_blk_attr_groups[] = {
+	&tern_blk_attr_group,
+	NULL,
+};
+
+/* ---- control transactions (OPEN, CLOSE) ---- */
+
+struct tern_blk_ctrl {
+	struct tern_request		treq;
+	struct completion		done;
+	struct tern_blk_req		req;
+	struct tern_blk_open_args	args;
+	struct tern_blk_info		info;
+};
+
+static void tern_blk_ctrl_done(struct tern_request *treq)
+{
+	struct tern_blk_ctrl *c = container_of(treq, struct tern_blk_ctrl,
+					       treq);
+
+	complete(&c->done);
+}
+
+/* Send @c and wait at most @tmo jiffies; returns the outcome. */
+static int tern_blk_ctrl_exec(struct tern_blk_dev *dev,
+			      struct tern_blk_ctrl *c, u32 front_len,
+			      unsigned long tmo)
+{
+	int err;
+
+	tern_request_init(&c->treq);
+	init_completion(&c->done);
+	c->req.version = TERN_BLK_PROTO_VERSION;
+	c->treq.front = &c->req;
+	c->treq.front_len = front_len;
+	c->treq.reply_front = &c->info;
+	c->treq.reply_front_max = sizeof(c->info);
+	c->treq.done = tern_blk_ctrl_done;
+	err = tern_send(dev->sess, &c->treq, 0);
+	if (err)
+		return err;
+	if (!wait_for_completion_timeout(&c->done, tmo)) {
+		/* done() still runs once, with -ECANCELED if we won */
+		tern_cancel(&c->treq);
+		wait_for_completion(&c->done);
+	}
+	if (c->treq.status == -ECANCELED)
+		return -ETIMEDOUT;
+	return c->treq.status ?: c->treq.reply_status;
+}
+
+static bool tern_blk_pow2_in(u32 v, u32 lo, u32 hi)
+{
+	return is_power_of_2(v) && v >= lo && v <= hi;
+}
+
+static int tern_blk_check_info(struct tern_blk_dev *dev,
+			       const struct tern_blk_info *info, u32 len)
+{
+	u32 lbs = le32_to_cpu(info->logical_block_size);
+	u32 pbs = le32_to_cpu(info->physical_block_size);
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(info->reserved); i++)
+		if (info->reserved[i])
+			goto bad;
+	if (len != sizeof(*info) || !info->handle || !info->capacity ||
+	    !tern_blk_pow2_in(lbs, SECTOR_SIZE, PAGE_SIZE) ||
+	    !tern_blk_pow2_in(pbs, lbs, SZ_64K) ||
+	    le32_to_cpu(info->max_transfer) < PAGE_SIZE ||
+	    !le16_to_cpu(info->max_segments) ||
+	    (le16_to_cpu(info->flags) & ~TERN_BLK_INFO_ALL))
+		goto bad;
+	return 0;
+bad:
+	pr_err("%s: export %s: malformed OPEN reply\n", dev->name,
+	       dev->opts.export);
+	return -EPROTO;
+}
+
+static int tern_blk_open_export(struct tern_blk_dev *dev)
+{
+	struct tern_blk_ctrl *c;
+	int err;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	c->req.opcode = TERN_BLK_OP_OPEN;
+	strscpy_pad(c->args.export, dev->opts.export, sizeof(c->args.export));
+	strscpy_pad(c->args.host, dev->opts.host, sizeof(c->args.host));
+	err = tern_blk_ctrl_exec(dev, c, sizeof(c->req) + sizeof(c->args),
+				 30 * HZ);
+	if (err) {
+		pr_err("%s: cannot open export %s on %s (%d)\n", dev->name,
+		       dev->opts.export, dev->opts.address, err);
+		goto out;
+	}
+	err = tern_blk_check_info(dev, &c->info, c->treq.reply_front_len);
+	if (err)
+		goto out;
+	dev->info = c->info;
+	dev->handle = le64_to_cpu(c->info.handle);
+out:
+	kfree(c);
+	return err;
+}
+
+/* Best effort: tell the target the binding can go. */
+static void tern_blk_close_export(struct tern_blk_dev *dev)
+{
+	struct tern_blk_ctrl *c;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return;
+	c->req.opcode = TERN_BLK_OP_CLOSE;
+	c->req.handle = cpu_to_le64(dev->handle);
+	tern_blk_ctrl_exec(dev, c, sizeof(c->req), 5 * HZ);
+	kfree(c);
+}
+
+static int tern_blk_rescan(struct tern_blk_dev *dev)
+{
+	struct tern_blk_ctrl *c;
+	u64 old, cap;
+	int err;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	c->req.opcode = TERN_BLK_OP_INFO;
+	c->req.handle = cpu_to_le64(dev->handle);
+	err = tern_blk_ctrl_exec(dev, c, sizeof(c->req), 30 * HZ);
+	if (!err)
+		err = tern_blk_check_info(dev, &c->info,
+					  c->treq.reply_front_len);
+	if (err) {
+		pr_err("%s: rescan failed (%d)\n", dev->name, err);
+		goto out;
+	}
+	if (c->info.logical_block_size != dev->info.logical_block_size) {
+		pr_err("%s: the export's block size changed; map it again\n",
+		       dev->name);
+		err = -EIO;
+		goto out;
+	}
+	old = get_capacity(dev->disk);
+	cap = le64_to_cpu(c->info.capacity);
+	if (cap != old) {
+		set_capacity_and_notify(dev->disk, cap);
+		pr_info("%s: capacity %llu -> %llu sectors\n", dev->name, old,
+			cap);
+	}
+out:
+	kfree(c);
+	return err;
+}
+
+static void tern_blk_session_event(struct tern_session *sess,
+				   enum tern_session_event ev)
+{
+	struct tern_blk_dev *dev = tern_session_priv(sess);
+	int state;
+
+	if (!dev)
+		return;
+	switch (ev) {
+	case TERN_SESSION_UP:
+		state = TERN_BLK_LIVE;
+		break;
+	case TERN_SESSION_DOWN:
+		state = TERN_BLK_RECONNECTING;
+		break;
+	case TERN_SESSION_FAILED:
+		state = TERN_BLK_FAILED;
+		break;
+	default:
+		return;
+	}
+	if (atomic_read(&dev->state) == TERN_BLK_DELETING)
+		return;
+	atomic_set(&dev->state, state);
+	pr_info("%s: session %s\n", dev->name, tern_blk_state_names[state]);
+}
+
+static const struct tern_endpoint_ops tern_blk_ep_ops = {
+	.session_event	= tern_blk_session_event,
+};
+
+/* ---- devices ---- */
+
+static int tern_blk_init_disk(struct tern_blk_dev *dev)
+{
+	const struct tern_blk_info *info = &dev->info;
+	u16 iflags = le16_to_cpu(info->flags);
+	u32 max_bytes = min(le32_to_cpu(info->max_transfer), dev->si.max_data);
+	struct queue_limits lim = {
+		.logical_block_size	= le32_to_cpu(info->logical_block_size),
+		.physical_block_size	= le32_to_cpu(info->physical_block_size),
+		.max_hw_sectors		= max_bytes >> SECTOR_SHIFT,
+		.max_segments		= min_t(u16, TERN_BLK_MAX_SEGMENTS,
+						le16_to_cpu(info->max_segments)),
+	};
+	struct gendisk *disk;
+	int err;
+
+	if (iflags & TERN_BLK_INFO_DISCARD) {
+		lim.max_hw_discard_sectors =
+			le32_to_cpu(info->max_discard_sectors);
+		lim.discard_granularity =
+			le32_to_cpu(info->discard_granularity);
+	}
+	if (iflags & TERN_BLK_INFO_WRITE_ZEROES)
+		lim.max_write_zeroes_sectors =
+			le32_to_cpu(info->max_write_zeroes_sectors);
+	if (iflags & TERN_BLK_INFO_WRITE_CACHE) {
+		lim.features |= BLK_FEAT_WRITE_CACHE;
+		if (iflags & TERN_BLK_INFO_FUA)
+			lim.features |= BLK_FEAT_FUA;
+	}
+	if (dev->si.features & TERN_FEAT_DATA_CRC)
+		lim.features |= BLK_FEAT_STABLE_WRITES;
+
+	dev->tag_set.ops = &tern_blk_mq_ops;
+	dev->tag_set.nr_hw_queues = dev->si.nr_lanes;
+	dev->tag_set.queue_depth = dev->si.queue_depth;
+	dev->tag_set.numa_node = NUMA_NO_NODE;
+	dev->tag_set.cmd_size = sizeof(struct tern_blk_cmd);
+	dev->tag_set.flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_TAG_HCTX_SHARED;
+	dev->tag_set.driver_data = dev;
+	err = blk_mq_alloc_tag_set(&dev->tag_set);
+	if (err)
+		return err;
+
+	disk = blk_mq_alloc_disk(&dev->tag_set, &lim, dev);
+	if (IS_ERR(disk)) {
+		blk_mq_free_tag_set(&dev->tag_set);
+		return PTR_ERR(disk);
+	}
+	blk_queue_rq_timeout(disk->queue, 30 * HZ);
+	disk->major = tern_blk_major;
+	disk->first_minor = dev->idx * TERN_BLK_MINORS;
+	disk->minors = TERN_BLK_MINORS;
+	disk->fops = &tern_blk_fops;
+	disk->private_data = dev;
+	strscpy(disk->disk_name, dev->name, sizeof(disk->disk_name));
+	set_capacity(disk, le64_to_cpu(info->capacity));
+	set_disk_ro(disk, dev->read_only);
+	dev->disk = disk;
+
+	err = device_add_disk(NULL, disk, tern_blk_attr_groups);
+	if (err) {
+		put_disk(disk);
+		dev->disk = NULL;
+		blk_mq_free_tag_set(&dev->tag_set);
+	}
+	return err;
+}
+
+/**
+ * tern_blk_add - map a remote export as a new block device
+ * @opts: validated options
+ * @name: receives the device name
+ * @size: size of @name
+ *
+ * Return: 0, or a negative errno and nothing is created.
+ */
+int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
+{
+	struct tern_session_opts so = {
+		.nr_lanes	= opts->lanes,
+		.queue_depth	= opts->queue_depth,
+		.data_crc	= opts->crc,
+		.loss_timeout_ms = opts->loss_timeout * 1000,
+	};
+	bool v6 = strchr(opts->address, ':');
+	struct tern_blk_dev *dev;
+	struct tern_session *sess;
+	char uri[96];
+	int err;
+
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return -ENOMEM;
+	dev->opts = *opts;
+	INIT_LIST_HEAD(&dev->entry);
+	atomic_set(&dev->state, TERN_BLK_LIVE);
+	dev->idx = ida_alloc_max(&tern_blk_ida,
+				 (1 << MINORBITS) / TERN_BLK_MINORS - 1,
+				 GFP_KERNEL);
+	if (dev->idx < 0) {
+		err = dev->idx;
+		goto out_free;
+	}
+	snprintf(dev->name, sizeof(dev->name), "tern%d", dev->idx);
+
+	snprintf(uri, sizeof(uri), "%s://%s%s%s:%u", opts->transport,
+		 v6 ? "[" : "", opts->address, v6 ? "]" : "", opts->service);
+	sess = tern_connect(tern_blk_ep, uri, &so);
+	if (IS_ERR(sess)) {
+		err = PTR_ERR(sess);
+		pr_err("%s: cannot connect to %s (%d)\n", dev->name, uri, err);
+		goto out_ida;
+	}
+	dev->sess = sess;
+	tern_session_get_info(sess, &dev->si);
+	tern_session_set_priv(sess, dev);
+
+	err = tern_blk_open_export(dev);
+	if (err)
+		goto out_sess;
+	dev->read_only = opts->read_only ||
+		(le16_to_cpu(dev->info.flags) & TERN_BLK_INFO_READ_ONLY);
+
+	err = tern_blk_init_disk(dev);
+	if (err) {
+		pr_err("%s: cannot create the disk (%d)\n", dev->name, err);
+		goto out_close;
+	}
+
+	mutex_lock(&tern_blk_mutex);
+	list_add_tail(&dev->entry, &tern_blk_devs);
+	mutex_unlock(&tern_blk_mutex);
+	pr_info("%s: %s export %s, %llu sectors of %u bytes, %u lanes, queue depth %u%s%s\n",
+		dev->name, uri, opts->export,
+		le64_to_cpu(dev->info.capacity),
+		le32_to_cpu(dev->info.logical_block_size), dev->si.nr_lanes,
+		dev->si.queue_depth, dev->read_only ? ", read-only" : "",
+		dev->si.features & TERN_FEAT_DATA_CRC ? ", crc" : "");
+	strscpy(name, dev->name, size);
+	return 0;
+
+out_close:
+	tern_blk_close_export(dev);
+out_sess:
+	tern_session_set_priv(sess, NULL);
+	tern_session_destroy(sess);
+out_ida:
+	ida_free(&tern_blk_ida, dev->idx);
+out_free:
+	kfree(dev);
+	return err;
+}
+
+static void tern_blk_destroy(struct tern_blk_dev *dev)
+{
+	atomic_set(&dev->state, TERN_BLK_DELETING);
+	del_gendisk(dev->disk);
+	tern_blk_close_export(dev);
+	tern_session_set_priv(dev->sess, NULL);
+	tern_session_destroy(dev->sess);
+	put_disk(dev->disk);
+	blk_mq_free_tag_set(&dev->tag_set);
+	pr_info("%s: removed\n", dev->name);
+	ida_free(&tern_blk_ida, dev->idx);
+	kfree(dev);
+}
+
+/**
+ * tern_blk_remove - unmap a device
+ * @name: its name, e.g. "tern0"
+ *
+ * Return: 0 or -ENODEV.
+ */
+int tern_blk_remove(const char *name)
+{
+	struct tern_blk_dev *dev, *found = NULL;
+
+	mutex_lock(&tern_blk_mutex);
+	list_for_each_entry(dev, &tern_blk_devs, entry) {
+		if (!strcmp(dev->name, name)) {
+			found = dev;
+			list_del_init(&dev->entry);
+			break;
+		}
+	}
+	mutex_unlock(&tern_blk_mutex);
+	if (!found)
+		return -ENODEV;
+	tern_blk_destroy(found);
+	return 0;
+}
+
+void tern_blk_remove_all(void)
+{
+	struct tern_blk_dev *dev;
+
+	for (;;) {
+		mutex_lock(&tern_blk_mutex);
+		dev = list_first_entry_or_null(&tern_blk_devs,
+					       struct tern_blk_dev, entry);
+		if (dev)
+			list_del_init(&dev->entry);
+		mutex_unlock(&tern_blk_mutex);
+		if (!dev)
+			break;
+		tern_blk_destroy(dev);
+	}
+}
+
+int tern_blk_dev_init(void)
+{
+	struct tern_endpoint_conf conf = {
+		.name	= "blk",
+		.ops	= &tern_blk_ep_ops,
+	};
+
+	tern_blk_major = register_blkdev(0, "tern");
+	if (tern_blk_major < 0)
+		return tern_blk_major;
+	tern_blk_ep = tern_endpoint_create(&conf);
+	if (IS_ERR(tern_blk_ep)) {
+		unregister_blkdev(tern_blk_major, "tern");
+		return PTR_ERR(tern_blk_ep);
+	}
+	return 0;
+}
+
+void tern_blk_dev_exit(void)
+{
+	tern_blk_remove_all();
+	tern_endpoint_destroy(tern_blk_ep);
+	unregister_blkdev(tern_blk_major, "tern");
+	ida_destroy(&tern_blk_ida);
+}

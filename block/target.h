@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tern_target: private declarations shared by the configfs front end
+ * (target_configfs.c), the protocol engine (target_core.c) and the
+ * backend I/O (target_io.c).
+ */
+#ifndef _TERN_TARGET_H
+#define _TERN_TARGET_H
+
+#include <linux/blkdev.h>
+#include <linux/configfs.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <tern/tern.h>
+#include <uapi/tern/tern_blk_proto.h>
+
+/* Largest READ/WRITE the target accepts; sessions may negotiate less. */
+#define TERN_TGT_MAX_TRANSFER		SZ_1M
+#define TERN_TGT_MAX_SEGMENTS		256
+/* Requests in flight per session, each with up to MAX_TRANSFER of pages. */
+#define TERN_TGT_MAX_QUEUE_DEPTH	256
+/* DISCARD/WRITE_ZEROES lengths travel in a 32-bit byte count. */
+#define TERN_TGT_MAX_RANGE_SECTORS	BIT(22)
+#define TERN_TGT_MAX_HOSTS		16
+
+/**
+ * struct tern_tgt_export - one exported block device or file
+ *
+ * Configuration fields are protected by @lock and only change while the
+ * export is disabled. The backend (@file, @bdev, @info) is set up by
+ * enable and torn down by disable, after every I/O using it finished:
+ * I/O enters with tern_tgt_export_io_get() (under @io_lock, refused
+ * unless @live and the binding's generation is current) and leaves with
+ * tern_tgt_export_io_put(). Memory lives until the last @ref is put, so
+ * bindings may outlive the configfs item.
+ */
+struct tern_tgt_export {
+	struct config_group	group;
+	struct kref		ref;
+	struct list_head	entry;		/* tern_tgt_exports */
+
+	struct mutex		lock;		/* configuration, enable */
+	char			*device_path;
+	bool			read_only;
+	bool			enabled;
+	unsigned int		nr_hosts;
+	char			hosts[TERN_TGT_MAX_HOSTS][TERN_BLK_NAME_LEN];
+
+	struct file		*file;
+	struct block_device	*bdev;		/* NULL for a regular file */
+	struct tern_blk_info	info;		/* handle field unused */
+
+	spinlock_t		io_lock;	/* live, gen, nr_io */
+	bool			live;
+	unsigned int		gen;
+	unsigned int		nr_io;
+	wait_queue_head_t	io_wait;
+};
+
+/* A link ports/NAME/exports/X -> exports/X. */
+struct tern_tgt_link {
+	struct list_head	entry;
+	struct tern_tgt_export	*exp;
+};
+
+struct tern_tgt_port {
+	struct config_group	group;
+	struct config_group	exports_group;
+	struct list_head	entry;		/* tern_tgt_ports */
+	struct list_head	links;		/* under tern_tgt_mutex */
+
+	struct mutex		lock;		/* configuration, enable */
+	char			transport[16];
+	char			address[48];
+	u16			service;
+	bool			enabled;	/* also read under tern_tgt_mutex */
+	struct tern_endpoint	*ep;
+	struct tern_listener	*lis;
+};
+
+/*
+ * A binding: the result of OPEN. Requests name it by @handle; it is tied
+ * to the requester's session id, so it survives the responder session
+ * being rebuilt after a reconnect.
+ */
+struct tern_tgt_bind {
+	struct kref		ref;
+	struct hlist_node	node;		/* tern_tgt_binds, while hashed */
+	u64			handle;
+	u64			session_id;
+	struct tern_tgt_export	*exp;
+	unsigned int		gen;		/* exp->gen when opened */
+	bool			read_only;
+	bool			hashed;
+	unsigned int		nr_sess;	/* sessions pointing at it */
+	unsigned long		orphan_since;
+	char			host[TERN_BLK_NAME_LEN];
+
+	spinlock_t		lock;		/* writes, io->dup */
+	struct list_head	writes;		/* modifying I/O in progress */
+};
+
+/* One request in progress on the target. */
+struct tern_tgt_io {
+	struct tern_srv_req	*sreq;
+	struct tern_tgt_bind	*bind;
+	struct tern_tgt_export	*exp;		/* set while counted in nr_io */
+	u8			op;
+	u16			flags;
+	u32			len;
+	u64			sector;
+	int			status;
+	u64			tid;
+	struct list_head	bind_entry;	/* on bind->writes */
+	bool			tracked;
+	struct tern_tgt_io	*dup;		/* resent copies awaiting us */
+	struct work_struct	work;
+	unsigned int		nr_bvec;
+	struct bio_vec		bvec[] __counted_by(nr_bvec);
+};
+
+extern struct mutex tern_tgt_mutex;
+extern struct list_head tern_tgt_exports;
+extern struct list_head tern_tgt_ports;
+extern struct workqueue_struct *tern_tgt_wq;
+
+/* target_configfs.c */
+int tern_tgt_configfs_init(void);
+void tern_tgt_configfs_exit(void);
+void tern_tgt_export_put(struct tern_tgt_export *exp);
+
+/* target_core.c */
+struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port);
+void tern_tgt_binds_exit(void);
+void tern_tgt_binds_init(void);
+void tern_tgt_io_complete(struct tern_tgt_io *io, int status);
+
+/* target_io.c */
+int tern_tgt_backend_open(struct tern_tgt_export *exp);
+void tern_tgt_backend_close(struct tern_tgt_export *exp);
+void tern_tgt_refresh_capacity(struct tern_tgt_export *exp);
+void tern_tgt_io_submit(struct tern_tgt_io *io);
+struct tern_tgt_io *tern_tgt_io_alloc(u32 len, gfp_t gfp);
+void tern_tgt_io_free(struct tern_tgt_io *io);
+
+#endif /* _TERN_TARGET_H */

@@ -1,0 +1,773 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern_target: configfs front end, in the style of nvmet.
+ *
+ *   /sys/kernel/config/tern/
+ *     exports/NAME/{device_path,read_only,allowed_hosts,enable}
+ *     ports/NAME/{transport,address,service,enable}
+ *     ports/NAME/exports/LINK -> ../../../exports/NAME
+ *
+ * Every store validates strictly and logs why it refused. An enabled
+ * export or port refuses configuration changes (-EBUSY); disable first.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ctype.h>
+#include <linux/inet.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include "target.h"
+
+/* Protects the export and port lists and every port's links. */
+DEFINE_MUTEX(tern_tgt_mutex);
+LIST_HEAD(tern_tgt_exports);
+LIST_HEAD(tern_tgt_ports);
+struct workqueue_struct *tern_tgt_wq;
+
+static const struct config_item_type tern_tgt_export_type;
+
+/* Copy a configfs value without its trailing newline; 0 or -EINVAL. */
+static int tern_tgt_value(const char *page, size_t count, char *buf,
+			  size_t size)
+{
+	size_t len = count;
+	size_t i;
+
+	if (len && page[len - 1] == '\n')
+		len--;
+	if (len >= size)
+		return -EINVAL;
+	for (i = 0; i < len; i++)
+		if (!isprint(page[i]))
+			return -EINVAL;
+	memcpy(buf, page, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+static bool tern_tgt_valid_name(const char *s, size_t max)
+{
+	size_t len = strlen(s), i;
+
+	if (!len || len >= max)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum(s[i]) && !strchr("._:-", s[i]))
+			return false;
+	return true;
+}
+
+/* ---- exports ---- */
+
+static inline struct tern_tgt_export *to_export(struct config_item *item)
+{
+	return container_of(to_config_group(item), struct tern_tgt_export,
+			    group);
+}
+
+static void tern_tgt_export_release(struct kref *ref)
+{
+	struct tern_tgt_export *exp = container_of(ref, struct tern_tgt_export,
+						   ref);
+
+	kfree(exp->device_path);
+	kfree(exp);
+}
+
+void tern_tgt_export_put(struct tern_tgt_export *exp)
+{
+	kref_put(&exp->ref, tern_tgt_export_release);
+}
+
+/* Caller holds exp->lock. */
+static void tern_tgt_export_disable(struct tern_tgt_export *exp)
+{
+	unsigned int nr_io;
+
+	if (!exp->enabled)
+		return;
+	spin_lock_irq(&exp->io_lock);
+	exp->live = false;
+	exp->gen++;		/* bindings to this instance are stale */
+	spin_unlock_irq(&exp->io_lock);
+	wait_event(exp->io_wait, ({
+		spin_lock_irq(&exp->io_lock);
+		nr_io = exp->nr_io;
+		spin_unlock_irq(&exp->io_lock);
+		!nr_io; }));
+	tern_tgt_backend_close(exp);
+	exp->enabled = false;
+	pr_info("export %s disabled\n", config_item_name(&exp->group.cg_item));
+}
+
+static ssize_t tern_tgt_export_device_path_show(struct config_item *item,
+						char *page)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	ssize_t ret;
+
+	mutex_lock(&exp->lock);
+	ret = sysfs_emit(page, "%s\n", exp->device_path ?: "");
+	mutex_unlock(&exp->lock);
+	return ret;
+}
+
+static ssize_t tern_tgt_export_device_path_store(struct config_item *item,
+						 const char *page, size_t count)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	const char *name = config_item_name(item);
+	char *path;
+	int err;
+
+	path = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!path)
+		return -ENOMEM;
+	err = tern_tgt_value(page, count, path, PATH_MAX);
+	if (err || path[0] != '/') {
+		pr_err("export %s: device_path must be an absolute path\n",
+		       name);
+		kfree(path);
+		return -EINVAL;
+	}
+	mutex_lock(&exp->lock);
+	if (exp->enabled) {
+		mutex_unlock(&exp->lock);
+		pr_err("export %s: disable it before changing device_path\n",
+		       name);
+		kfree(path);
+		return -EBUSY;
+	}
+	kfree(exp->device_path);
+	exp->device_path = kstrdup(path, GFP_KERNEL);
+	err = exp->device_path ? 0 : -ENOMEM;
+	mutex_unlock(&exp->lock);
+	kfree(path);
+	return err ?: count;
+}
+
+static ssize_t tern_tgt_export_read_only_show(struct config_item *item,
+					      char *page)
+{
+	return sysfs_emit(page, "%d\n", READ_ONCE(to_export(item)->read_only));
+}
+
+static ssize_t tern_tgt_export_read_only_store(struct config_item *item,
+					       const char *page, size_t count)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	bool val;
+
+	if (kstrtobool(page, &val)) {
+		pr_err("export %s: read_only takes 0 or 1\n",
+		       config_item_name(item));
+		return -EINVAL;
+	}
+	mutex_lock(&exp->lock);
+	if (exp->enabled) {
+		mutex_unlock(&exp->lock);
+		pr_err("export %s: disable it before changing read_only\n",
+		       config_item_name(item));
+		return -EBUSY;
+	}
+	WRITE_ONCE(exp->read_only, val);
+	mutex_unlock(&exp->lock);
+	return count;
+}
+
+static ssize_t tern_tgt_export_allowed_hosts_show(struct config_item *item,
+						  char *page)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	ssize_t len = 0;
+	unsigned int i;
+
+	mutex_lock(&exp->lock);
+	for (i = 0; i < exp->nr_hosts; i++)
+		len += sysfs_emit_at(page, len, "%s\n", exp->hosts[i]);
+	mutex_unlock(&exp->lock);
+	return len;
+}
+
+/* A comma, space or newline separated list; empty allows every host. */
+static ssize_t tern_tgt_export_allowed_hosts_store(struct config_item *item,
+						   const char *page,
+						   size_t count)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	const char *name = config_item_name(item);
+	char (*hosts)[TERN_BLK_NAME_LEN];
+	char *buf, *p, *tok;
+	unsigned int n = 0, i;
+	int err = -EINVAL;
+
+	if (count >= PAGE_SIZE)
+		return -EINVAL;
+	buf = kmemdup_nul(page, count, GFP_KERNEL);
+	hosts = kcalloc(TERN_TGT_MAX_HOSTS, TERN_BLK_NAME_LEN, GFP_KERNEL);
+	if (!buf || !hosts) {
+		err = -ENOMEM;
+		goto out;
+	}
+	p = buf;
+	while ((tok = strsep(&p, ",\n\t "))) {
+		if (!*tok)
+			continue;
+		if (!tern_tgt_valid_name(tok, TERN_BLK_NAME_LEN)) {
+			pr_err("export %s: bad host id '%.64s' (1-63 of [A-Za-z0-9._:-])\n",
+			       name, tok);
+			goto out;
+		}
+		for (i = 0; i < n; i++)
+			if (!strcmp(hosts[i], tok))
+				break;
+		if (i < n)
+			continue;
+		if (n == TERN_TGT_MAX_HOSTS) {
+			pr_err("export %s: at most %d allowed hosts\n", name,
+			       TERN_TGT_MAX_HOSTS);
+			goto out;
+		}
+		strscpy(hosts[n++], tok, TERN_BLK_NAME_LEN);
+	}
+	mutex_lock(&exp->lock);
+	if (exp->enabled) {
+		pr_err("export %s: disable it before changing allowed_hosts\n",
+		       name);
+		err = -EBUSY;
+	} else {
+		memcpy(exp->hosts, hosts, sizeof(exp->hosts));
+		exp->nr_hosts = n;
+		err = 0;
+	}
+	mutex_unlock(&exp->lock);
+out:
+	kfree(hosts);
+	kfree(buf);
+	return err ?: count;
+}
+
+static ssize_t tern_tgt_export_enable_show(struct config_item *item,
+					   char *page)
+{
+	return sysfs_emit(page, "%d\n", READ_ONCE(to_export(item)->enabled));
+}
+
+static ssize_t tern_tgt_export_enable_store(struct config_item *item,
+					    const char *page, size_t count)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	bool val;
+	int err = 0;
+
+	if (kstrtobool(page, &val)) {
+		pr_err("export %s: enable takes 0 or 1\n",
+		       config_item_name(item));
+		return -EINVAL;
+	}
+	mutex_lock(&exp->lock);
+	if (val && !exp->enabled) {
+		err = tern_tgt_backend_open(exp);
+		if (!err) {
+			spin_lock_irq(&exp->io_lock);
+			exp->live = true;
+			spin_unlock_irq(&exp->io_lock);
+			WRITE_ONCE(exp->enabled, true);
+		}
+	} else if (!val) {
+		tern_tgt_export_disable(exp);
+	}
+	mutex_unlock(&exp->lock);
+	return err ?: count;
+}
+
+CONFIGFS_ATTR(tern_tgt_export_, device_path);
+CONFIGFS_ATTR(tern_tgt_export_, read_only);
+CONFIGFS_ATTR(tern_tgt_export_, allowed_hosts);
+CONFIGFS_ATTR(tern_tgt_export_, enable);
+
+static struct configfs_attribute *tern_tgt_export_attrs[] = {
+	&tern_tgt_export_attr_device_path,
+	&tern_tgt_export_attr_read_only,
+	&tern_tgt_export_attr_allowed_hosts,
+	&tern_tgt_export_attr_enable,
+	NULL,
+};
+
+static void tern_tgt_export_item_release(struct config_item *item)
+{
+	tern_tgt_export_put(to_export(item));
+}
+
+static struct configfs_item_operations tern_tgt_export_item_ops = {
+	.release	= tern_tgt_export_item_release,
+};
+
+static const struct config_item_type tern_tgt_export_type = {
+	.ct_item_ops	= &tern_tgt_export_item_ops,
+	.ct_attrs	= tern_tgt_export_attrs,
+	.ct_owner	= THIS_MODULE,
+};
+
+static struct config_group *tern_tgt_exports_make(struct config_group *group,
+						  const char *name)
+{
+	struct tern_tgt_export *exp;
+
+	if (!tern_tgt_valid_name(name, TERN_BLK_NAME_LEN)) {
+		pr_err("export name '%.64s' must be 1-63 of [A-Za-z0-9._:-]\n",
+		       name);
+		return ERR_PTR(-EINVAL);
+	}
+	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
+	if (!exp)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&exp->ref);
+	mutex_init(&exp->lock);
+	spin_lock_init(&exp->io_lock);
+	init_waitqueue_head(&exp->io_wait);
+	INIT_LIST_HEAD(&exp->entry);
+	config_group_init_type_name(&exp->group, name, &tern_tgt_export_type);
+
+	mutex_lock(&tern_tgt_mutex);
+	list_add_tail(&exp->entry, &tern_tgt_exports);
+	mutex_unlock(&tern_tgt_mutex);
+	return &exp->group;
+}
+
+/* rmdir: new OPENs stop finding it, sessions using it fail with -ENODEV. */
+static void tern_tgt_exports_drop(struct config_group *group,
+				  struct config_item *item)
+{
+	struct tern_tgt_export *exp = to_export(item);
+
+	mutex_lock(&tern_tgt_mutex);
+	list_del_init(&exp->entry);
+	mutex_unlock(&tern_tgt_mutex);
+
+	mutex_lock(&exp->lock);
+	tern_tgt_export_disable(exp);
+	mutex_unlock(&exp->lock);
+	config_item_put(item);
+}
+
+static struct configfs_group_operations tern_tgt_exports_group_ops = {
+	.make_group	= tern_tgt_exports_make,
+	.drop_item	= tern_tgt_exports_drop,
+};
+
+static const struct config_item_type tern_tgt_exports_type = {
+	.ct_group_ops	= &tern_tgt_exports_group_ops,
+	.ct_owner	= THIS_MODULE,
+};
+
+/* ---- ports ---- */
+
+static inline struct tern_tgt_port *to_port(struct config_item *item)
+{
+	return container_of(to_config_group(item), struct tern_tgt_port,
+			    group);
+}
+
+static ssize_t tern_tgt_port_busy(struct tern_tgt_port *port,
+				  const char *what)
+{
+	pr_err("port %s: disable it before changing %s\n",
+	       config_item_name(&port->group.cg_item), what);
+	return -EBUSY;
+}
+
+static ssize_t tern_tgt_port_transport_show(struct config_item *item,
+					    char *page)
+{
+	struct tern_tgt_port *port = to_port(item);
+	ssize_t ret;
+
+	mutex_lock(&port->lock);
+	ret = sysfs_emit(page, "%s\n", port->transport);
+	mutex_unlock(&port->lock);
+	return ret;
+}
+
+static ssize_t tern_tgt_port_transport_store(struct config_item *item,
+					     const char *page, size_t count)
+{
+	struct tern_tgt_port *port = to_port(item);
+	char buf[16];
+
+	if (tern_tgt_value(page, count, buf, sizeof(buf)) ||
+	    (strcmp(buf, "tcp") && strcmp(buf, "rdma"))) {
+		pr_err("port %s: transport must be tcp or rdma\n",
+		       config_item_name(item));
+		return -EINVAL;
+	}
+	mutex_lock(&port->lock);
+	if (port->enabled) {
+		mutex_unlock(&port->lock);
+		return tern_tgt_port_busy(port, "transport");
+	}
+	strscpy(port->transport, buf, sizeof(port->transport));
+	mutex_unlock(&port->lock);
+	return count;
+}
+
+static ssize_t tern_tgt_port_address_show(struct config_item *item,
+					  char *page)
+{
+	struct tern_tgt_port *port = to_port(item);
+	ssize_t ret;
+
+	mutex_lock(&port->lock);
+	ret = sysfs_emit(page, "%s\n", port->address);
+	mutex_unlock(&port->lock);
+	return ret;
+}
+
+static ssize_t tern_tgt_port_address_store(struct config_item *item,
+					   const char *page, size_t count)
+{
+	struct tern_tgt_port *port = to_port(item);
+	char buf[sizeof(port->address)];
+	u8 addr[16];
+	const char *end;
+	size_t len;
+
+	if (tern_tgt_value(page, count, buf, sizeof(buf)))
+		goto bad;
+	len = strlen(buf);
+	if (!len)
+		goto bad;
+	if (!(in4_pton(buf, len, addr, -1, &end) == 1 && end == buf + len) &&
+	    !(in6_pton(buf, len, addr, -1, &end) == 1 && end == buf + len))
+		goto bad;
+	mutex_lock(&port->lock);
+	if (port->enabled) {
+		mutex_unlock(&port->lock);
+		return tern_tgt_port_busy(port, "address");
+	}
+	strscpy(port->address, buf, sizeof(port->address));
+	mutex_unlock(&port->lock);
+	return count;
+bad:
+	pr_err("port %s: address must be a numeric IPv4 or IPv6 address\n",
+	       config_item_name(item));
+	return -EINVAL;
+}
+
+static ssize_t tern_tgt_port_service_show(struct config_item *item,
+					  char *page)
+{
+	return sysfs_emit(page, "%u\n", READ_ONCE(to_port(item)->service));
+}
+
+static ssize_t tern_tgt_port_service_store(struct config_item *item,
+					   const char *page, size_t count)
+{
+	struct tern_tgt_port *port = to_port(item);
+	u16 val;
+
+	if (kstrtou16(page, 10, &val) || !val) {
+		pr_err("port %s: service must be a port number 1-65535\n",
+		       config_item_name(item));
+		return -EINVAL;
+	}
+	mutex_lock(&port->lock);
+	if (port->enabled) {
+		mutex_unlock(&port->lock);
+		return tern_tgt_port_busy(port, "service");
+	}
+	WRITE_ONCE(port->service, val);
+	mutex_unlock(&port->lock);
+	return count;
+}
+
+/* Caller holds port->lock. */
+static void tern_tgt_port_disable(struct tern_tgt_port *port)
+{
+	if (!port->enabled)
+		return;
+	mutex_lock(&tern_tgt_mutex);
+	WRITE_ONCE(port->enabled, false);
+	mutex_unlock(&tern_tgt_mutex);
+	/* closes every session of the port, waits for their requests */
+	tern_listener_stop(port->lis);
+	tern_endpoint_destroy(port->ep);
+	port->lis = NULL;
+	port->ep = NULL;
+	pr_info("port %s disabled\n", config_item_name(&port->group.cg_item));
+}
+
+static int tern_tgt_port_enable(struct tern_tgt_port *port)
+{
+	const char *name = config_item_name(&port->group.cg_item);
+	bool v6 = strchr(port->address, ':');
+	struct tern_listener *lis;
+	struct tern_endpoint *ep;
+	char uri[96];
+
+	if (!port->address[0]) {
+		pr_err("port %s: set address before enabling\n", name);
+		return -EINVAL;
+	}
+	snprintf(uri, sizeof(uri), "%s://%s%s%s:%u", port->transport,
+		 v6 ? "[" : "", port->address, v6 ? "]" : "", port->service);
+	ep = tern_tgt_endpoint_create(port);
+	if (IS_ERR(ep))
+		return PTR_ERR(ep);
+	lis = tern_listen(ep, uri);
+	if (IS_ERR(lis)) {
+		pr_err("port %s: cannot listen on %s (%ld)\n", name, uri,
+		       PTR_ERR(lis));
+		tern_endpoint_destroy(ep);
+		return PTR_ERR(lis);
+	}
+	port->ep = ep;
+	port->lis = lis;
+	mutex_lock(&tern_tgt_mutex);
+	WRITE_ONCE(port->enabled, true);
+	mutex_unlock(&tern_tgt_mutex);
+	pr_info("port %s listening on %s\n", name, uri);
+	return 0;
+}
+
+static ssize_t tern_tgt_port_enable_show(struct config_item *item, char *page)
+{
+	return sysfs_emit(page, "%d\n", READ_ONCE(to_port(item)->enabled));
+}
+
+static ssize_t tern_tgt_port_enable_store(struct config_item *item,
+					  const char *page, size_t count)
+{
+	struct tern_tgt_port *port = to_port(item);
+	bool val;
+	int err = 0;
+
+	if (kstrtobool(page, &val)) {
+		pr_err("port %s: enable takes 0 or 1\n",
+		       config_item_name(item));
+		return -EINVAL;
+	}
+	mutex_lock(&port->lock);
+	if (val && !port->enabled)
+		err = tern_tgt_port_enable(port);
+	else if (!val)
+		tern_tgt_port_disable(port);
+	mutex_unlock(&port->lock);
+	return err ?: count;
+}
+
+CONFIGFS_ATTR(tern_tgt_port_, transport);
+CONFIGFS_ATTR(tern_tgt_port_, address);
+CONFIGFS_ATTR(tern_tgt_port_, service);
+CONFIGFS_ATTR(tern_tgt_port_, enable);
+
+static struct configfs_attribute *tern_tgt_port_attrs[] = {
+	&tern_tgt_port_attr_transport,
+	&tern_tgt_port_attr_address,
+	&tern_tgt_port_attr_service,
+	&tern_tgt_port_attr_enable,
+	NULL,
+};
+
+static void tern_tgt_port_item_release(struct config_item *item)
+{
+	struct tern_tgt_port *port = to_port(item);
+
+	mutex_destroy(&port->lock);
+	kfree(port);
+}
+
+static struct configfs_item_operations tern_tgt_port_item_ops = {
+	.release	= tern_tgt_port_item_release,
+};
+
+static const struct config_item_type tern_tgt_port_type = {
+	.ct_item_ops	= &tern_tgt_port_item_ops,
+	.ct_attrs	= tern_tgt_port_attrs,
+	.ct_owner	= THIS_MODULE,
+};
+
+static int tern_tgt_port_allow_link(struct config_item *src,
+				    struct config_item *target)
+{
+	struct tern_tgt_port *port = to_port(src->ci_parent);
+	struct tern_tgt_export *exp;
+	struct tern_tgt_link *link, *p;
+
+	if (target->ci_type != &tern_tgt_export_type) {
+		pr_err("port %s: only exports can be linked here\n",
+		       config_item_name(&port->group.cg_item));
+		return -EINVAL;
+	}
+	exp = to_export(target);
+	link = kzalloc(sizeof(*link), GFP_KERNEL);
+	if (!link)
+		return -ENOMEM;
+	link->exp = exp;
+
+	mutex_lock(&tern_tgt_mutex);
+	list_for_each_entry(p, &port->links, entry) {
+		if (p->exp == exp) {
+			mutex_unlock(&tern_tgt_mutex);
+			kfree(link);
+			pr_err("port %s: export %s is already linked\n",
+			       config_item_name(&port->group.cg_item),
+			       config_item_name(target));
+			return -EEXIST;
+		}
+	}
+	list_add_tail(&link->entry, &port->links);
+	mutex_unlock(&tern_tgt_mutex);
+	return 0;
+}
+
+static void tern_tgt_port_drop_link(struct config_item *src,
+				    struct config_item *target)
+{
+	struct tern_tgt_port *port = to_port(src->ci_parent);
+	struct tern_tgt_export *exp = to_export(target);
+	struct tern_tgt_link *p;
+
+	mutex_lock(&tern_tgt_mutex);
+	list_for_each_entry(p, &port->links, entry) {
+		if (p->exp == exp) {
+			list_del(&p->entry);
+			kfree(p);
+			break;
+		}
+	}
+	mutex_unlock(&tern_tgt_mutex);
+}
+
+static struct configfs_item_operations tern_tgt_port_exports_item_ops = {
+	.allow_link	= tern_tgt_port_allow_link,
+	.drop_link	= tern_tgt_port_drop_link,
+};
+
+static const struct config_item_type tern_tgt_port_exports_type = {
+	.ct_item_ops	= &tern_tgt_port_exports_item_ops,
+	.ct_owner	= THIS_MODULE,
+};
+
+static struct config_group *tern_tgt_ports_make(struct config_group *group,
+						const char *name)
+{
+	struct tern_tgt_port *port;
+
+	if (!tern_tgt_valid_name(name, TERN_BLK_NAME_LEN)) {
+		pr_err("port name '%.64s' must be 1-63 of [A-Za-z0-9._:-]\n",
+		       name);
+		return ERR_PTR(-EINVAL);
+	}
+	port = kzalloc(sizeof(*port), GFP_KERNEL);
+	if (!port)
+		return ERR_PTR(-ENOMEM);
+	mutex_init(&port->lock);
+	INIT_LIST_HEAD(&port->links);
+	INIT_LIST_HEAD(&port->entry);
+	strscpy(port->transport, "tcp", sizeof(port->transport));
+	port->service = TERN_DEFAULT_PORT;
+	config_group_init_type_name(&port->group, name, &tern_tgt_port_type);
+	config_group_init_type_name(&port->exports_group, "exports",
+				    &tern_tgt_port_exports_type);
+	configfs_add_default_group(&port->exports_group, &port->group);
+
+	mutex_lock(&tern_tgt_mutex);
+	list_add_tail(&port->entry, &tern_tgt_ports);
+	mutex_unlock(&tern_tgt_mutex);
+	return &port->group;
+}
+
+static void tern_tgt_ports_drop(struct config_group *group,
+				struct config_item *item)
+{
+	struct tern_tgt_port *port = to_port(item);
+
+	mutex_lock(&port->lock);
+	tern_tgt_port_disable(port);
+	mutex_unlock(&port->lock);
+
+	mutex_lock(&tern_tgt_mutex);
+	list_del_init(&port->entry);
+	mutex_unlock(&tern_tgt_mutex);
+	config_item_put(item);
+}
+
+static struct configfs_group_operations tern_tgt_ports_group_ops = {
+	.make_group	= tern_tgt_ports_make,
+	.drop_item	= tern_tgt_ports_drop,
+};
+
+static const struct config_item_type tern_tgt_ports_type = {
+	.ct_group_ops	= &tern_tgt_ports_group_ops,
+	.ct_owner	= THIS_MODULE,
+};
+
+/* ---- subsystem ---- */
+
+static const struct config_item_type tern_tgt_root_type = {
+	.ct_owner	= THIS_MODULE,
+};
+
+static struct config_group tern_tgt_exports_group;
+static struct config_group tern_tgt_ports_group;
+
+static struct configfs_subsystem tern_tgt_subsys = {
+	.su_group = {
+		.cg_item = {
+			.ci_namebuf	= "tern",
+			.ci_type	= &tern_tgt_root_type,
+		},
+	},
+};
+
+int tern_tgt_configfs_init(void)
+{
+	config_group_init(&tern_tgt_subsys.su_group);
+	mutex_init(&tern_tgt_subsys.su_mutex);
+	config_group_init_type_name(&tern_tgt_exports_group, "exports",
+				    &tern_tgt_exports_type);
+	configfs_add_default_group(&tern_tgt_exports_group,
+				   &tern_tgt_subsys.su_group);
+	config_group_init_type_name(&tern_tgt_ports_group, "ports",
+				    &tern_tgt_ports_type);
+	configfs_add_default_group(&tern_tgt_ports_group,
+				   &tern_tgt_subsys.su_group);
+	return configfs_register_subsystem(&tern_tgt_subsys);
+}
+
+void tern_tgt_configfs_exit(void)
+{
+	configfs_unregister_subsystem(&tern_tgt_subsys);
+}
+
+static int __init tern_tgt_init(void)
+{
+	int err;
+
+	tern_tgt_wq = alloc_workqueue("tern_target", WQ_UNBOUND |
+				      WQ_MEM_RECLAIM, 0);
+	if (!tern_tgt_wq)
+		return -ENOMEM;
+	tern_tgt_binds_init();
+	err = tern_tgt_configfs_init();
+	if (err) {
+		pr_err("cannot register configfs subsystem (%d)\n", err);
+		tern_tgt_binds_exit();
+		destroy_workqueue(tern_tgt_wq);
+		return err;
+	}
+	return 0;
+}
+
+static void __exit tern_tgt_exit(void)
+{
+	tern_tgt_configfs_exit();
+	tern_tgt_binds_exit();
+	destroy_workqueue(tern_tgt_wq);
+}
+
+module_init(tern_tgt_init);
+module_exit(tern_tgt_exit);
+MODULE_DESCRIPTION("tern block target: exports block devices and files");
+MODULE_LICENSE("GPL");

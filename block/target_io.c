@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern_target: backend I/O.
+ *
+ * A block device backend gets bios built straight on the pages the
+ * messenger delivered (WRITE) or will push (READ); they complete
+ * asynchronously in their end_io. A regular file backend, and the
+ * synchronous block helpers (flush, discard, zero-out), run on the
+ * target workqueue: vfs_iter_read()/vfs_iter_write() over an ITER_BVEC
+ * iterator on the same pages, fallocate() for DISCARD and WRITE_ZEROES.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bio.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <linux/namei.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include "target.h"
+
+struct tern_tgt_io *tern_tgt_io_alloc(u32 len, gfp_t gfp)
+{
+	unsigned int i, n = DIV_ROUND_UP(len, PAGE_SIZE);
+	struct tern_tgt_io *io;
+
+	io = kzalloc(struct_size(io, bvec, n), gfp);
+	if (!io)
+		return NULL;
+	io->nr_bvec = n;
+	for (i = 0; i < n; i++) {
+		struct page *page = alloc_page(gfp);
+		u32 blen = min_t(u32, len, PAGE_SIZE);
+
+		if (!page) {
+			io->nr_bvec = i;
+			tern_tgt_io_free(io);
+			return NULL;
+		}
+		bvec_set_page(&io->bvec[i], page, blen, 0);
+		len -= blen;
+	}
+	INIT_LIST_HEAD(&io->bind_entry);
+	return io;
+}
+
+void tern_tgt_io_free(struct tern_tgt_io *io)
+{
+	unsigned int i;
+
+	for (i = 0; i < io->nr_bvec; i++)
+		__free_page(io->bvec[i].bv_page);
+	kfree(io);
+}
+
+static void tern_tgt_fill_info(struct tern_tgt_export *exp)
+{
+	struct tern_blk_info *info = &exp->info;
+	u32 lbs, pbs, disc = 0, wz = 0, gran;
+	u16 flags = 0;
+	u64 cap;
+
+	if (exp->bdev) {
+		struct block_device *bdev = exp->bdev;
+
+		lbs = bdev_logical_block_size(bdev);
+		pbs = bdev_physical_block_size(bdev);
+		cap = bdev_nr_sectors(bdev);
+		if (bdev_write_cache(bdev))
+			flags |= TERN_BLK_INFO_WRITE_CACHE;
+		if (bdev_fua(bdev))
+			flags |= TERN_BLK_INFO_FUA;
+		disc = min_t(u32, bdev_max_discard_sectors(bdev),
+			     TERN_TGT_MAX_RANGE_SECTORS);
+		wz = min_t(u32, bdev_write_zeroes_sectors(bdev),
+			   TERN_TGT_MAX_RANGE_SECTORS);
+		gran = max(bdev_discard_granularity(bdev), lbs);
+	} else {
+		lbs = SECTOR_SIZE;
+		pbs = PAGE_SIZE;
+		cap = i_size_read(file_inode(exp->file)) >> SECTOR_SHIFT;
+		flags |= TERN_BLK_INFO_WRITE_CACHE | TERN_BLK_INFO_FUA;
+		if (exp->file->f_op->fallocate) {
+			disc = TERN_TGT_MAX_RANGE_SECTORS;
+			wz = TERN_TGT_MAX_RANGE_SECTORS;
+		}
+		gran = lbs;
+	}
+	/* whole logical blocks only */
+	cap = round_down(cap, lbs >> SECTOR_SHIFT);
+	disc = round_down(disc, lbs >> SECTOR_SHIFT);
+	wz = round_down(wz, lbs >> SECTOR_SHIFT);
+	if (disc)
+		flags |= TERN_BLK_INFO_DISCARD;
+	if (wz)
+		flags |= TERN_BLK_INFO_WRITE_ZEROES;
+	if (exp->read_only)
+		flags |= TERN_BLK_INFO_READ_ONLY;
+
+	memset(info, 0, sizeof(*info));
+	info->capacity = cpu_to_le64(cap);
+	info->logical_block_size = cpu_to_le32(lbs);
+	info->physical_block_size = cpu_to_le32(max(pbs, lbs));
+	info->max_transfer = cpu_to_le32(TERN_TGT_MAX_TRANSFER);
+	info->max_segments = cpu_to_le16(TERN_TGT_MAX_SEGMENTS);
+	info->flags = cpu_to_le16(flags);
+	info->max_discard_sectors = cpu_to_le32(disc);
+	info->max_write_zeroes_sectors = cpu_to_le32(wz);
+	info->discard_granularity = cpu_to_le32(gran);
+}
+
+/* The backing device or file may have grown or shrunk; exp->lock held. */
+void tern_tgt_refresh_capacity(struct tern_tgt_export *exp)
+{
+	u32 lbs = le32_to_cpu(exp->info.logical_block_size);
+	u64 cap;
+
+	if (exp->bdev)
+		cap = bdev_nr_sectors(exp->bdev);
+	else
+		cap = i_size_read(file_inode(exp->file)) >> SECTOR_SHIFT;
+	cap = round_down(cap, lbs >> SECTOR_SHIFT);
+	WRITE_ONCE(exp->info.capacity, cpu_to_le64(cap));
+}
+
+/* Open the backing device or file; exp->lock held, export disabled. */
+int tern_tgt_backend_open(struct tern_tgt_export *exp)
+{
+	const char *name = config_item_name(&exp->group.cg_item);
+	struct path path;
+	umode_t mode;
+	int err;
+
+	if (!exp->device_path) {
+		pr_err("export %s: device_path is not set\n", name);
+		return -EINVAL;
+	}
+	err = kern_path(exp->device_path, LOOKUP_FOLLOW, &path);
+	if (err) {
+		pr_err("export %s: cannot find %s (%d)\n", name,
+		       exp->device_path, err);
+		return err;
+	}
+	mode = d_inode(path.dentry)->i_mode;
+	path_put(&path);
+
+	if (S_ISBLK(mode)) {
+		blk_mode_t bmode = BLK_OPEN_READ;
+
+		if (!exp->read_only)
+			bmode |= BLK_OPEN_WRITE;
+		exp->file = bdev_file_open_by_path(exp->device_path, bmode,
+						   NULL, NULL);
+		if (IS_ERR(exp->file))
+			goto fail;
+		exp->bdev = file_bdev(exp->file);
+	} else if (S_ISREG(mode)) {
+		int flags = O_LARGEFILE | (exp->read_only ? O_RDONLY : O_RDWR);
+
+		exp->file = filp_open(exp->device_path, flags, 0);
+		if (IS_ERR(exp->file))
+			goto fail;
+		exp->bdev = NULL;
+		if (i_size_read(file_inode(exp->file)) < SECTOR_SIZE) {
+			pr_err("export %s: %s is smaller than one sector\n",
+			       name, exp->device_path);
+			fput(exp->file);
+			exp->file = NULL;
+			return -EINVAL;
+		}
+	} else {
+		pr_err("export %s: %s is neither a block device nor a regular file\n",
+		       name, exp->device_path);
+		return -EINVAL;
+	}
+	tern_tgt_fill_info(exp);
+	pr_info("export %s: %s %s, %llu sectors%s\n", name,
+		exp->bdev ? "block device" : "file", exp->device_path,
+		le64_to_cpu(exp->info.capacity),
+		exp->read_only ? ", read-only" : "");
+	return 0;
+
+fail:
+	err = PTR_ERR(exp->file);
+	exp->file = NULL;
+	exp->bdev = NULL;
+	pr_err("export %s: cannot open %s (%d)\n", name, exp->device_path, err);
+	return err;
+}
+
+void tern_tgt_backend_close(struct tern_tgt_export *exp)
+{
+	if (exp->file)
+		fput(exp->file);
+	exp->file = NULL;
+	exp->bdev = NULL;
+}
+
+static void tern_tgt_bio_end_io(struct bio *bio)
+{
+	struct tern_tgt_io *io = bio->bi_private;
+	int err = blk_status_to_errno(bio->bi_status);
+
+	bio_put(bio);
+	tern_tgt_io_complete(io, err);
+}
+
+/* READ/WRITE on a block device: bios on the request's own pages. */
+static void tern_tgt_bdev_rw(struct tern_tgt_io *io)
+{
+	struct block_device *bdev = io->exp->bdev;
+	blk_opf_t opf;
+	struct bio *bio;
+	unsigned int i, left = io->nr_bvec;
+	sector_t sector = io->sector;
+
+	if (io->op == TERN_BLK_OP_READ) {
+		opf = REQ_OP_READ;
+	} else {
+		opf = REQ_OP_WRITE | REQ_SYNC | REQ_IDLE;
+		if (io->flags & TERN_BLK_F_FUA)
+			opf |= REQ_FUA;
+	}
+
+	bio = bio_alloc(bdev, min_t(unsigned int, left, BIO_MAX_VECS), opf,
+			GFP_NOIO);
+	bio->bi_iter.bi_sector = sector;
+	for (i = 0; i < io->nr_bvec; i++) {
+		struct bio_vec *bv = &io->bvec[i];
+
+		while (bio_add_page(bio, bv->bv_page, bv->bv_len,
+				    bv->bv_offset) != bv->bv_len) {
+			sector += bio_sectors(bio);
+			bio = blk_next_bio(bio, bdev,
+					   min_t(unsigned int, left,
+						 BIO_MAX_VECS),
+					   opf, GFP_NOIO);
+			bio->bi_iter.bi_sector = sector;
+		}
+		left--;
+	}
+	bio->bi_private = io;
+	bio->bi_end_io = tern_tgt_bio_end_io;
+	submit_bio(bio);
+}
+
+static int tern_tgt_file_rw(struct tern_tgt_io *io)
+{
+	struct file *file = io->exp->file;
+	loff_t pos = (loff_t)io->sector << SECTOR_SHIFT;
+	struct iov_iter iter;
+	ssize_t ret;
+
+	if (io->op == TERN_BLK_OP_READ) {
+		iov_iter_bvec(&iter, ITER_DEST, io->bvec, io->nr_bvec, io->len);
+		ret = vfs_iter_read(file, &iter, &pos, 0);
+		/* a file that shrank under us reads as zeroes */
+		if (ret >= 0 && ret < io->len) {
+			iov_iter_zero(io->len - ret, &iter);
+			ret = io->len;
+		}
+	} else {
+		iov_iter_bvec(&iter, ITER_SOURCE, io->bvec, io->nr_bvec,
+			      io->len);
+		ret = vfs_iter_write(file, &iter, &pos,
+				     io->flags & TERN_BLK_F_FUA ? RWF_DSYNC : 0);
+	}
+	if (ret < 0)
+		return ret;
+	return ret == io->len ? 0 : -EIO;
+}
+
+static int tern_tgt_file_other(struct tern_tgt_io *io)
+{
+	struct file *file = io->exp->file;
+	loff_t pos = (loff_t)io->sector << SECTOR_SHIFT;
+	int mode;
+
+	int err;
+
+	switch (io->op) {
+	case TERN_BLK_OP_FLUSH:
+		return vfs_fsync(file, 1);
+	case TERN_BLK_OP_DISCARD:
+		mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+		return vfs_fallocate(file, mode, pos, io->len);
+	}
+
+	/*
+	 * WRITE_ZEROES: a punched hole reads as zeroes; NOUNMAP asks for
+	 * the blocks to stay allocated, so zero the range in place, or
+	 * punch and allocate again where ZERO_RANGE is not supported
+	 * (tmpfs, for one).
+	 */
+	if (!(io->flags & TERN_BLK_F_NOUNMAP))
+		return vfs_fallocate(file, FALLOC_FL_PUNCH_HOLE |
+				     FALLOC_FL_KEEP_SIZE, pos, io->len);
+	err = vfs_fallocate(file, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+			    pos, io->len);
+	if (err != -EOPNOTSUPP)
+		return err;
+	err = vfs_fallocate(file, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			    pos, io->len);
+	return err ?: vfs_fallocate(file, FALLOC_FL_KEEP_SIZE, pos, io->len);
+}
+
+static int tern_tgt_bdev_other(struct tern_tgt_io *io)
+{
+	struct block_device *bdev = io->exp->bdev;
+	sector_t nr = io->len >> SECTOR_SHIFT;
+	unsigned int zflags = BLKDEV_ZERO_NOFALLBACK;
+
+	switch (io->op) {
+	case TERN_BLK_OP_FLUSH:
+		return blkdev_issue_flush(bdev);
+	case TERN_BLK_OP_DISCARD:
+		return blkdev_issue_discard(bdev, io->sector, nr, GFP_NOIO);
+	default:
+		if (io->flags & TERN_BLK_F_NOUNMAP)
+			zflags |= BLKDEV_ZERO_NOUNMAP;
+		return blkdev_issue_zeroout(bdev, io->sector, nr, GFP_NOIO,
+					    zflags);
+	}
+}
+
+static void tern_tgt_io_work(struct work_struct *work)
+{
+	struct tern_tgt_io *io = container_of(work, struct tern_tgt_io, work);
+	bool rw = io->op == TERN_BLK_OP_READ || io->op == TERN_BLK_OP_WRITE;
+	int err;
+
+	if (io->exp->bdev)
+		err = tern_tgt_bdev_other(io);
+	else if (rw)
+		err = tern_tgt_file_rw(io);
+	else
+		err = tern_tgt_file_other(io);
+	tern_tgt_io_complete(io, err);
+}
+
+/* Start a validated request; io->exp holds an I/O reference. */
+void tern_tgt_io_submit(struct tern_tgt_io *io)
+{
+	bool rw = io->op == TERN_BLK_OP_READ || io->op == TERN_BLK_OP_WRITE;
+
+	if (io->exp->bdev && rw) {
+		tern_tgt_bdev_rw(io);
+		return;
+	}
+	INIT_WORK(&io->work, tern_tgt_io_work);
+	queue_work(tern_tgt_wq, &io->work);
+}

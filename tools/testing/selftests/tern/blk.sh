@@ -1,0 +1,467 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tern block layer, end to end in one guest: tern_target exports a brd
+# RAM disk and a file over tcp://127.0.0.1, tern_blk maps them through
+# /dev/tern-blk-ctl, and the data path, the limits, read-only exports,
+# the option parser and teardown are checked.
+
+. "$(dirname "$0")/ktap.sh"
+
+CFG=/sys/kernel/config/tern
+CTL=/dev/tern-blk-ctl
+ADDR=127.0.0.1
+SVC=7447
+WORK=/var/tmp/tern-blk
+FILE0=$WORK/file0.img
+ACL0=$WORK/acl0.img
+# what a test leaves mapped, unmapped at the end
+MAPPED=()
+
+# map OPTIONS: print the new device name; fail as the write fails
+map() {
+	local fd name
+	exec {fd}<>"$CTL" || return 1
+	if ! printf '%s' "$1" 2>/dev/null 1>&"$fd"; then
+		exec {fd}>&-
+		return 1
+	fi
+	read -r name <&"$fd"
+	exec {fd}>&-
+	[ -b "/dev/$name" ] || udevadm settle 2>/dev/null
+	[ -n "$name" ] && echo "$name"
+}
+
+unmap() {
+	printf 'remove=%s' "$1" > "$CTL"
+}
+
+tern_devs() {
+	local d
+	for d in /sys/block/tern*; do
+		[ -e "$d" ] && echo "${d##*/}"
+	done
+}
+
+wait_bdev() {
+	local i
+	for i in $(seq 50); do
+		[ -b "/dev/$1" ] && return 0
+		sleep 0.1
+	done
+	echo "/dev/$1 did not appear"
+	return 1
+}
+
+setup_modules() {
+	modprobe tern_tcp && modprobe tern_target && modprobe tern_blk &&
+		modprobe brd rd_nr=2 rd_size=65536 max_part=0 || return 1
+	[ -d "$CFG/exports" ] && [ -c "$CTL" ] && [ -b /dev/ram0 ]
+}
+
+export_add() {	# NAME PATH RO
+	mkdir "$CFG/exports/$1" &&
+		echo "$2" > "$CFG/exports/$1/device_path" &&
+		echo "$3" > "$CFG/exports/$1/read_only" &&
+		echo 1 > "$CFG/exports/$1/enable"
+}
+
+setup_target() {
+	mkdir -p "$WORK" || return 1
+	truncate -s 64M "$FILE0" "$ACL0" || return 1
+	export_add vol0 /dev/ram0 0 || return 1
+	export_add ro0 /dev/ram1 1 || return 1
+	export_add file0 "$FILE0" 0 || return 1
+	mkdir "$CFG/exports/acl0" && echo "$ACL0" > "$CFG/exports/acl0/device_path" &&
+		echo "hostA, hostB" > "$CFG/exports/acl0/allowed_hosts" &&
+		echo 1 > "$CFG/exports/acl0/enable" || return 1
+	mkdir "$CFG/ports/p0" &&
+		echo tcp > "$CFG/ports/p0/transport" &&
+		echo "$ADDR" > "$CFG/ports/p0/address" &&
+		echo "$SVC" > "$CFG/ports/p0/service" || return 1
+	local e
+	for e in vol0 ro0 file0 acl0; do
+		ln -s "$CFG/exports/$e" "$CFG/ports/p0/exports/$e" || return 1
+	done
+	echo 1 > "$CFG/ports/p0/enable" &&
+		[ "$(cat "$CFG/ports/p0/enable")" = 1 ]
+}
+
+# must_fail DESCRIPTION COMMAND...: the command has to fail
+must_fail() {
+	local what=$1
+	shift
+	if "$@" 2>/dev/null; then
+		echo "accepted: $what"
+		return 1
+	fi
+}
+
+configfs_validation() {
+	local e=$CFG/exports/bad0 p=$CFG/ports/bad0 rc=0
+	mkdir "$e" "$p" || return 1
+	must_fail "relative device_path" sh -c "echo dev/ram0 > $e/device_path" || rc=1
+	must_fail "read_only=2" sh -c "echo 2 > $e/read_only" || rc=1
+	must_fail "enable=yes please" sh -c "echo 'yes please' > $e/enable" || rc=1
+	must_fail "enable without device_path" sh -c "echo 1 > $e/enable" || rc=1
+	must_fail "bad host id" sh -c "echo 'a/b' > $e/allowed_hosts" || rc=1
+	echo /nonexistent/dev > "$e/device_path" || rc=1
+	must_fail "enable missing device" sh -c "echo 1 > $e/enable" || rc=1
+	echo /dev/null > "$e/device_path" || rc=1
+	must_fail "enable a character device" sh -c "echo 1 > $e/enable" || rc=1
+	must_fail "transport udp" sh -c "echo udp > $p/transport" || rc=1
+	must_fail "address hostname" sh -c "echo localhost > $p/address" || rc=1
+	must_fail "address 300.1.1.1" sh -c "echo 300.1.1.1 > $p/address" || rc=1
+	must_fail "service 0" sh -c "echo 0 > $p/service" || rc=1
+	must_fail "service 65536" sh -c "echo 65536 > $p/service" || rc=1
+	must_fail "enable port without address" sh -c "echo 1 > $p/enable" || rc=1
+	must_fail "link a port into exports" ln -s "$CFG/ports/p0" "$p/exports/x" || rc=1
+	must_fail "bad export name" mkdir "$CFG/exports/bad name" || rc=1
+	must_fail "change device_path while enabled" \
+		sh -c "echo /dev/ram1 > $CFG/exports/vol0/device_path" || rc=1
+	must_fail "change address while enabled" \
+		sh -c "echo 127.0.0.2 > $CFG/ports/p0/address" || rc=1
+	[ "$(cat "$CFG/exports/vol0/device_path")" = /dev/ram0 ] || rc=1
+	rmdir "$e" "$p" || rc=1
+	return $rc
+}
+
+check_attrs() {
+	local d=/sys/block/$1/tern
+	grep -H . "$d"/* | sed "s|$d/||"
+	[ "$(cat "$d/state")" = live ] && [ "$(cat "$d/lanes")" = 2 ] &&
+		[ "$(cat "$d/queue_depth")" = 32 ] &&
+		[ "$(cat "$d/export")" = vol0 ] &&
+		[ "$(cat "$d/transport")" = tcp ] &&
+		[ "$(cat "$d/address")" = "$ADDR" ] &&
+		[ "$(cat "/sys/block/$1/size")" = $((64 * 2048)) ] &&
+		[ "$(cat "/sys/block/$1/ro")" = 0 ]
+}
+
+fio_verify() {	# DEV BS IODEPTH SIZE
+	fio --name=verify --filename="/dev/$1" --direct=1 --ioengine=libaio \
+		--rw=randwrite --bs="$2" --iodepth="$3" --size="$4" \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 \
+		--randrepeat=0 --group_reporting \
+		--output-format=terse --terse-version=3 >"$WORK/fio.out" 2>&1
+	local rc=$?
+	[ $rc = 0 ] || tail -n 20 "$WORK/fio.out"
+	return $rc
+}
+
+through_to_backing() {	# DEV: ternN -> ram0, and ram0 -> ternN
+	local t=/dev/$1
+	head -c 4M /dev/urandom > "$WORK/a" || return 1
+	head -c 4M /dev/urandom > "$WORK/b" || return 1
+	dd if="$WORK/a" of="$t" bs=1M seek=8 oflag=direct status=none || return 1
+	dd if=/dev/ram0 of="$WORK/a2" bs=1M skip=8 count=4 iflag=direct status=none ||
+		return 1
+	cmp "$WORK/a" "$WORK/a2" || return 1
+	dd if="$WORK/b" of=/dev/ram0 bs=1M seek=20 oflag=direct status=none || return 1
+	dd if="$t" of="$WORK/b2" bs=1M skip=20 count=4 iflag=direct status=none ||
+		return 1
+	cmp "$WORK/b" "$WORK/b2"
+}
+
+write_zeroes() {	# DEV
+	local t=/dev/$1
+	head -c 1M /dev/urandom | dd of="$t" bs=1M seek=2 oflag=direct status=none ||
+		return 1
+	blkdiscard -f -z -o $((2 << 20)) -l $((1 << 20)) "$t" || return 1
+	cmp -n $((1 << 20)) <(dd if="$t" bs=1M skip=2 count=1 iflag=direct status=none) \
+		/dev/zero
+}
+
+ext4_roundtrip() {	# DEV
+	local t=/dev/$1 mnt=$WORK/mnt i
+	mkdir -p "$mnt" || return 1
+	mkfs.ext4 -q -F "$t" || return 1
+	mount "$t" "$mnt" || return 1
+	for i in 1 2 3 4; do
+		head -c $((i * 700000)) /dev/urandom > "$mnt/f$i" || return 1
+	done
+	cp -r /usr/share/doc/fio "$mnt/" 2>/dev/null
+	(cd "$mnt" && find . -type f -exec md5sum {} + | sort -k2) > "$WORK/sums1"
+	sync || return 1
+	umount "$mnt" || return 1
+	echo 3 > /proc/sys/vm/drop_caches
+	mount "$t" "$mnt" || return 1
+	(cd "$mnt" && find . -type f -exec md5sum {} + | sort -k2) > "$WORK/sums2"
+	umount "$mnt" || return 1
+	fsck.ext4 -n -f "$t" >/dev/null || return 1
+	[ -s "$WORK/sums1" ] && cmp "$WORK/sums1" "$WORK/sums2"
+}
+
+discard_file() {	# DEV on a file export: punch a hole, read zeroes
+	local t=/dev/$1 before after
+	[ "$(cat "/sys/block/$1/queue/discard_max_bytes")" -gt 0 ] || {
+		echo "no discard"; return 1; }
+	dd if=/dev/urandom of="$t" bs=1M seek=40 count=4 oflag=direct status=none ||
+		return 1
+	sync
+	before=$(du -k "$FILE0" | cut -f1)
+	blkdiscard -f -o $((40 << 20)) -l $((4 << 20)) "$t" || return 1
+	after=$(du -k "$FILE0" | cut -f1)
+	echo "file blocks ${before}K -> ${after}K"
+	[ "$after" -lt "$before" ] || return 1
+	cmp -n $((4 << 20)) <(dd if="$t" bs=1M skip=40 count=4 iflag=direct status=none) \
+		/dev/zero
+}
+
+read_only_export() {
+	local d
+	d=$(map "address=$ADDR,service=$SVC,export=ro0") || return 1
+	MAPPED+=("$d")
+	wait_bdev "$d" || return 1
+	[ "$(cat "/sys/block/$d/ro")" = 1 ] || { echo "$d not read-only"; return 1; }
+	dd if="/dev/$d" of=/dev/null bs=1M count=4 iflag=direct status=none || return 1
+	if dd if=/dev/zero of="/dev/$d" bs=4k count=1 oflag=direct status=none 2>/dev/null; then
+		echo "write to read-only $d succeeded"
+		return 1
+	fi
+	# the target refuses too, when the client is forced writable
+	blockdev --setrw "/dev/$d" || return 1
+	if dd if=/dev/zero of="/dev/$d" bs=4k count=1 oflag=direct status=none 2>/dev/null; then
+		echo "target accepted a write to a read-only export"
+		return 1
+	fi
+	dmesg | grep -q "BUG\|WARNING" && return 1
+	return 0
+}
+
+read_only_option() {
+	local d
+	d=$(map "address=$ADDR,service=$SVC,export=vol0,read_only=1") || return 1
+	MAPPED+=("$d")
+	wait_bdev "$d" || return 1
+	[ "$(cat "/sys/block/$d/ro")" = 1 ]
+}
+
+allowed_hosts() {
+	local d
+	if d=$(map "address=$ADDR,service=$SVC,export=acl0,host=hostC"); then
+		echo "hostC was let in as $d"
+		MAPPED+=("$d")
+		return 1
+	fi
+	d=$(map "address=$ADDR,service=$SVC,export=acl0,host=hostB") || return 1
+	MAPPED+=("$d")
+	wait_bdev "$d"
+}
+
+bad_maps() {
+	local before after rc=0 s long
+	before=$(tern_devs | sort)
+	long="address=$ADDR,export=$(head -c 1100 /dev/zero | tr '\0' x)"
+	for s in \
+		"address=$ADDR,service=$SVC,export=vol0,colour=blue" \
+		"address=$ADDR,service=$SVC,export=vol0,export=vol0" \
+		"address=$ADDR,service=$SVC" \
+		"address=127.0.0.300,service=$SVC,export=vol0" \
+		"address=localhost,service=$SVC,export=vol0" \
+		"address=$ADDR,service=0,export=vol0" \
+		"address=$ADDR,service=$SVC,export=vol0,lanes=0" \
+		"address=$ADDR,service=$SVC,export=vol0,lanes=65" \
+		"address=$ADDR,service=$SVC,export=vol0,queue_depth=99999" \
+		"address=$ADDR,service=$SVC,export=vol0,crc=2" \
+		"address=$ADDR,service=$SVC,export=vol0,transport=udp" \
+		"address=$ADDR,service=$SVC,export=vol0,,lanes=1" \
+		"address=$ADDR,service=$SVC,export=" \
+		"address=$ADDR,service=$SVC,export=a/b" \
+		"address=$ADDR,service=$SVC,export=nosuch" \
+		"address=$ADDR,service=$((SVC + 1)),export=vol0" \
+		"remove=tern999" \
+		"$long"; do
+		if map "$s" >/dev/null 2>&1; then
+			echo "accepted: ${s:0:80}"
+			rc=1
+		fi
+	done
+	after=$(tern_devs | sort)
+	if [ "$before" != "$after" ]; then
+		echo "devices changed: [$before] -> [$after]"
+		rc=1
+	fi
+	return $rc
+}
+
+# Lanes die every N transport operations while fio verifies: requests
+# are resent on reconnect, the target finds their binding again from the
+# handle, and not one byte or I/O is lost.
+fault_injection() {	# DEV
+	local p=/sys/module/tern/parameters/inject_fail_every rc
+	[ -w "$p" ] || { echo "no $p"; return 1; }
+	echo 150 > "$p"
+	fio_verify "$1" 4k 8 2M
+	rc=$?
+	echo 0 > "$p"
+	echo "$(dmesg | grep -c 'injected failure') injected lane failures"
+	dmesg | grep -q 'injected failure' || rc=1
+	[ "$(cat "/sys/block/$1/tern/state")" = live ] || rc=1
+	return $rc
+}
+
+# dev_of EXPORT: the mapped device of an export
+dev_of() {
+	local d
+	for d in $(tern_devs); do
+		[ "$(cat "/sys/block/$d/tern/export")" = "$1" ] && { echo "$d"; return 0; }
+	done
+	return 1
+}
+
+# The file behind an export grows; rescan picks the new size up.
+resize() {	# DEV mapped on file0
+	local t=/dev/$1
+	truncate -s 96M "$FILE0" || return 1
+	echo 1 > "/sys/block/$1/tern/rescan" || return 1
+	[ "$(cat "/sys/block/$1/size")" = $((96 * 2048)) ] || {
+		echo "size $(cat "/sys/block/$1/size")"; return 1; }
+	head -c 1M /dev/urandom > "$WORK/c" || return 1
+	dd if="$WORK/c" of="$t" bs=1M seek=90 oflag=direct status=none || return 1
+	cmp <(dd if="$t" bs=1M skip=90 count=1 iflag=direct status=none) "$WORK/c"
+}
+
+# The port goes away under a mapped device: I/O waits, the client
+# reconnects when the port is back, and the I/O completes.
+port_bounce() {
+	local d pid state rc=0
+	d=$(dev_of acl0) || { echo "acl0 not mapped"; return 1; }
+	head -c 1M /dev/urandom > "$WORK/p" || return 1
+	echo 0 > "$CFG/ports/p0/enable" || return 1
+	sleep 1
+	state=$(cat "/sys/block/$d/tern/state")
+	echo "state with the port disabled: $state"
+	[ "$state" = reconnecting ] || rc=1
+	dd if="$WORK/p" of="/dev/$d" bs=64k oflag=direct status=none &
+	pid=$!
+	sleep 2
+	if ! kill -0 $pid 2>/dev/null; then
+		echo "I/O finished while the port was disabled"
+		rc=1
+	fi
+	echo 1 > "$CFG/ports/p0/enable" || rc=1
+	wait $pid || { echo "I/O failed after the port came back"; rc=1; }
+	cmp <(dd if="/dev/$d" bs=1M count=1 iflag=direct status=none) "$WORK/p" ||
+		rc=1
+	state=$(cat "/sys/block/$d/tern/state")
+	echo "state after: $state"
+	[ "$state" = live ] || rc=1
+	return $rc
+}
+
+# Past its loss timeout a device fails I/O with EIO instead of hanging,
+# and works again once the target is back.
+loss_timeout() {
+	local d st i rc=0 t0
+	d=$(map "address=$ADDR,service=$SVC,export=vol0,loss_timeout=2") || return 1
+	wait_bdev "$d" || return 1
+	st=/sys/block/$d/tern/state
+	echo 0 > "$CFG/ports/p0/enable" || return 1
+	t0=$SECONDS
+	if dd if="/dev/$d" of=/dev/null bs=4k count=1 skip=77 iflag=direct status=none 2>/dev/null; then
+		echo "read succeeded with the target gone"
+		rc=1
+	fi
+	echo "I/O failed after $((SECONDS - t0)) s, state $(cat "$st")"
+	[ "$(cat "$st")" = failed ] || rc=1
+	echo 1 > "$CFG/ports/p0/enable" || return 1
+	for i in $(seq 200); do
+		[ "$(cat "$st")" = live ] && break
+		sleep 0.1
+	done
+	echo "state $(cat "$st") after the port came back"
+	dd if="/dev/$d" of=/dev/null bs=4k count=1 skip=78 iflag=direct status=none ||
+		rc=1
+	unmap "$d" || rc=1
+	return $rc
+}
+
+export_disable_while_mapped() {	# DEV mapped on file0
+	local t=/dev/$1
+	echo 0 > "$CFG/exports/file0/enable" || return 1
+	if dd if="$t" of=/dev/null bs=4k count=1 skip=100 iflag=direct status=none 2>/dev/null; then
+		echo "read from a disabled export succeeded"
+		return 1
+	fi
+	echo 1 > "$CFG/exports/file0/enable" || return 1
+	# the old binding stays stale: the device keeps failing, cleanly
+	if dd if="$t" of=/dev/null bs=4k count=1 skip=200 iflag=direct status=none 2>/dev/null; then
+		echo "stale binding still served I/O"
+		return 1
+	fi
+	return 0
+}
+
+unmap_all() {
+	local d rc=0
+	for d in $(tern_devs); do
+		unmap "$d" || { echo "cannot unmap $d"; rc=1; }
+	done
+	[ -z "$(tern_devs)" ] || rc=1
+	return $rc
+}
+
+teardown() {
+	local e
+	echo 0 > "$CFG/ports/p0/enable" || return 1
+	for e in "$CFG"/ports/p0/exports/*; do
+		[ -L "$e" ] && { rm "$e" || return 1; }
+	done
+	rmdir "$CFG/ports/p0" || return 1
+	for e in "$CFG"/exports/*; do
+		rmdir "$e" || return 1
+	done
+	modprobe -r tern_blk && modprobe -r tern_target && modprobe -r brd &&
+		modprobe -r tern_tcp || return 1
+	! grep -q '^tern' /proc/modules
+}
+
+ktap_plan 26
+
+ktap_check "modules load (tern_tcp, tern_target, tern_blk, brd)" setup_modules
+ktap_check "target configured through configfs (4 exports, port p0)" setup_target
+ktap_check "configfs refuses malformed or untimely settings" configfs_validation
+
+VOL=$(map "transport=tcp,address=$ADDR,service=$SVC,export=vol0,lanes=2,queue_depth=32")
+if [ -n "$VOL" ] && wait_bdev "$VOL"; then
+	ktap_pass "map vol0 (brd) as /dev/$VOL"
+else
+	ktap_fail "map vol0 (brd)"
+fi
+ktap_check "sysfs attributes of /dev/$VOL" check_attrs "$VOL"
+ktap_check "fio crc32c verify, 4K QD1" fio_verify "$VOL" 4k 1 4M
+ktap_check "fio crc32c verify, 4K QD32" fio_verify "$VOL" 4k 32 4M
+ktap_check "fio crc32c verify, 1M QD1" fio_verify "$VOL" 1M 1 8M
+ktap_check "fio crc32c verify, 1M QD32" fio_verify "$VOL" 1M 32 24M
+ktap_check "data through /dev/$VOL equals the backing device, both ways" \
+	through_to_backing "$VOL"
+ktap_check "write zeroes through /dev/$VOL reads back zeroes" write_zeroes "$VOL"
+
+FD=$(map "address=$ADDR,service=$SVC,export=file0,crc=1,lanes=1")
+if [ -n "$FD" ] && wait_bdev "$FD"; then
+	ktap_pass "map file0 (file, crc=1) as /dev/$FD"
+else
+	ktap_fail "map file0 (file, crc=1)"
+fi
+ktap_check "ext4: mkfs, write, sync, remount, checksums equal, fsck" \
+	ext4_roundtrip "$FD"
+ktap_check "discard on a file export punches a hole" discard_file "$FD"
+ktap_check "fio crc32c verify with data crc, 64K QD8" fio_verify "$FD" 64k 8 8M
+ktap_check "fio verify survives injected lane failures (lanes=1)" \
+	fault_injection "$FD"
+ktap_check "rescan after the exported file grew" resize "$FD"
+ktap_check "read-only export: reads work, writes fail" read_only_export
+ktap_check "read_only=1 maps a writable export read-only" read_only_option
+ktap_check "allowed_hosts: other hosts refused, listed host mapped" allowed_hosts
+ktap_check "port disabled under I/O: the device reconnects, I/O completes" \
+	port_bounce
+ktap_check "past loss_timeout I/O fails with EIO; the device recovers" \
+	loss_timeout
+ktap_check "bad option strings fail and create no device" bad_maps
+ktap_check "disabling an export fails its sessions' I/O cleanly" \
+	export_disable_while_mapped "$FD"
+ktap_check "unmap every device" unmap_all
+ktap_check "target torn down, modules unload" teardown
+rm -rf "$WORK"
+ktap_finish
