@@ -310,6 +310,29 @@ echo_clean() {
 	done
 }
 
+total_of() {	# a counter of every lane since tern loaded
+	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/tern/stats
+}
+
+# One in 100 transport operations fails for a minute of verified echo:
+# lanes break and reconnect, requests are resent, and every one of them
+# still completes exactly once with its data intact.
+faults() {
+	local out rc r0 r1 i0 i1 s0 s1
+	r0=$(total_of reconnects) i0=$(total_of injected) s0=$(total_of resends)
+	echo 100 > /sys/module/tern/parameters/inject_fail_every
+	out=$(bench run "$URI4" --json --time "${FAULT_SECONDS:-60}" --lanes 2 \
+		--depth 16 --size 4k --dir both --verify)
+	rc=$?
+	echo 0 > /sys/module/tern/parameters/inject_fail_every
+	r1=$(total_of reconnects) i1=$(total_of injected) s1=$(total_of resends)
+	echo "$out"
+	echo "injected $i0 -> $i1, reconnects $r0 -> $r1, resends $s0 -> $s1"
+	[ $rc = 0 ] || { dump_debugfs; return 1; }
+	clean "$out" "$(jget "$out" sent)" || return 1
+	[ "$(jget "$out" sent)" -gt 0 ] && [ "$i1" -gt "$i0" ] && [ "$r1" -gt "$r0" ]
+}
+
 stop_all() {
 	bench stop || return 1
 	[ "$(stat_of listeners)" = 0 ] && [ "$(stat_of sessions)" = 0 ] ||
@@ -331,11 +354,11 @@ slab_kb() {
 	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
 }
 
-ktap_plan 19
+ktap_plan 20
 
 if [ -z "$HOST4" ] || [ ! -x "$TERNADM" ]; then
 	ktap_info "no host for $TRANSPORT or no ternadm ($TERNADM)"
-	for _ in $(seq 19); do ktap_skip "setup missing"; done
+	for _ in $(seq 20); do ktap_skip "setup missing"; done
 	ktap_finish
 fi
 
@@ -381,6 +404,8 @@ check "a run interrupted by a signal ends cleanly; rmmod refused meanwhile" \
 	interrupt
 check "echo counters: no verify errors, no errors, no duplicates" \
 	echo_clean
+check "1 in 100 transport operations failing for ${FAULT_SECONDS:-60}s: all requests complete once, verified, lanes reconnected" \
+	faults
 check "bench stop closes every listener and session" stop_all
 check "rmmod tern_bench tern_$TRANSPORT tern" unload
 slab1=$(slab_kb)
