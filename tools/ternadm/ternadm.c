@@ -16,6 +16,14 @@ const char *ternadm_prog = "ternadm";
 static const struct ternadm_group groups[] = {
 	{ "bench", "messenger benchmark: echo service and load generator",
 	  bench_main, bench_usage },
+	{ "map", "map a remote export as a block device /dev/ternN",
+	  map_main, map_usage },
+	{ "unmap", "unmap a tern block device",
+	  unmap_main, unmap_usage },
+	{ "list", "list the mapped tern block devices",
+	  list_main, list_usage },
+	{ "target", "configure tern_target: exports, ports and their links",
+	  target_main, target_usage },
 };
 
 #define NR_GROUPS ARRAY_SIZE(groups)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * ternadm: shared definitions. Each command group (bench, later map,
- * unmap, list, target) lives in its own source file and exports one
- * entry point listed in ternadm.c's command table.
+ * ternadm: shared definitions. Each command group (bench, map, unmap,
+ * list, target) lives in its own source file and exports one entry point
+ * listed in ternadm.c's command table.
  */
 #ifndef TERNADM_H
 #define TERNADM_H
@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <linux/types.h>
+#include <tern/tern_blk_proto.h>
+#include <tern/tern_wire.h>
 
 typedef __u64 u64;
 typedef __u32 u32;
@@ -30,9 +32,25 @@ struct ternadm_group {
 	void		(*usage)(FILE *out);
 };
 
+/* Where tern_blk and tern_target are driven from. */
+#define BLK_CTL_DEVICE	"/dev/tern-blk-ctl"
+#define SYS_BLOCK	"/sys/block"
+#define TARGET_CFS	"/sys/kernel/config/tern"
+
+/* Export, port and host names: 1-63 of [A-Za-z0-9._:-]. */
+#define NAME_MAX_LEN	TERN_BLK_NAME_LEN
+
 /* Command groups. */
 int bench_main(int argc, char **argv);
 void bench_usage(FILE *out);
+int map_main(int argc, char **argv);
+void map_usage(FILE *out);
+int unmap_main(int argc, char **argv);
+void unmap_usage(FILE *out);
+int list_main(int argc, char **argv);
+void list_usage(FILE *out);
+int target_main(int argc, char **argv);
+void target_usage(FILE *out);
 
 /* util.c */
 /* An error message on stderr, prefixed with the program name. */
@@ -41,6 +59,20 @@ void bench_usage(FILE *out);
 int parse_u64(const char *s, u64 min, u64 max, u64 *out);
 int parse_size(const char *s, u64 max, u64 *out);
 int parse_seconds_ms(const char *s, u64 max_ms, u64 *out_ms);
+bool valid_name(const char *s);
+
+/* A parsed SCHEME://HOST[:PORT][/PATH]. */
+struct tern_uri {
+	char		scheme[8];	/* tcp or rdma */
+	char		address[48];	/* numeric, without brackets */
+	unsigned int	port;
+	char		path[NAME_MAX_LEN];	/* the export, or empty */
+};
+
+const char *parse_uri(const char *s, bool want_path, struct tern_uri *u);
+void uri_host(char *buf, size_t len, const char *address);
+int read_attr(const char *path, char *buf, size_t len);
+int write_attr(const char *path, const char *val);
 
 /* A flat JSON object written member by member. */
 struct json {
@@ -53,6 +85,9 @@ void json_u64(struct json *j, const char *key, u64 v);
 void json_f(struct json *j, const char *key, double v);
 void json_bool(struct json *j, const char *key, bool v);
 void json_str(struct json *j, const char *key, const char *s);
+void json_key(struct json *j, const char *key);
+void json_string(FILE *out, const char *s);
+void json_close(struct json *j);
 void json_end(struct json *j);
 
 #endif /* TERNADM_H */

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ternadm: helpers shared by the command groups: messages, strict number
- * parsing, JSON strings.
+ * parsing, URIs and names, sysfs and configfs attributes, JSON strings.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 #include "ternadm.h"
 
 /* Decimal digits only, no sign, no spaces; -1 on anything else. */
@@ -91,6 +94,139 @@ int parse_seconds_ms(const char *s, u64 max_ms, u64 *out_ms)
 	return 0;
 }
 
+/* What the kernel accepts as an export, port or host name. */
+bool valid_name(const char *s)
+{
+	size_t len = strlen(s), i;
+
+	if (!len || len >= NAME_MAX_LEN)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
+			return false;
+	return true;
+}
+
+/*
+ * SCHEME://HOST[:PORT][/PATH]: SCHEME tcp or rdma, HOST a numeric IPv4
+ * address or an IPv6 address in brackets, PORT 1..65535 (default 7447).
+ * /PATH, a valid name, is required when @want_path and refused otherwise.
+ * NULL on success, else why @s is not one.
+ */
+const char *parse_uri(const char *s, bool want_path, struct tern_uri *u)
+{
+	const char *p, *host, *end;
+	unsigned char addr[16];
+	char port[8];
+	size_t len;
+	u64 v;
+
+	memset(u, 0, sizeof(*u));
+	u->port = TERN_DEFAULT_PORT;
+	p = strstr(s, "://");
+	if (!p)
+		return "expected SCHEME://HOST";
+	len = p - s;
+	if ((len != 3 || strncmp(s, "tcp", 3)) &&
+	    (len != 4 || strncmp(s, "rdma", 4)))
+		return "the scheme must be tcp or rdma";
+	memcpy(u->scheme, s, len);
+	host = p + 3;
+	if (*host == '[') {
+		end = strchr(++host, ']');
+		if (!end)
+			return "no ']' after the IPv6 address";
+		len = end - host;
+		if (!len || len >= sizeof(u->address))
+			return "bad IPv6 address";
+		memcpy(u->address, host, len);
+		if (inet_pton(AF_INET6, u->address, addr) != 1)
+			return "bad IPv6 address";
+		p = end + 1;
+	} else {
+		len = strcspn(host, ":/");
+		if (host[len] == ':' && strchr(host + len + 1, ':') &&
+		    strchr(host + len + 1, ':') < host + strcspn(host, "/"))
+			return "an IPv6 address goes in brackets: [ADDRESS]";
+		if (!len || len >= sizeof(u->address))
+			return "missing or bad HOST";
+		memcpy(u->address, host, len);
+		if (inet_pton(AF_INET, u->address, addr) != 1)
+			return "HOST must be a numeric IPv4 address or an IPv6 address in brackets";
+		p = host + len;
+	}
+	if (*p == ':') {
+		len = strcspn(++p, "/");
+		if (!len || len >= sizeof(port))
+			return "bad PORT";
+		memcpy(port, p, len);
+		port[len] = '\0';
+		if (parse_u64(port, 1, 65535, &v))
+			return "PORT must be a number in 1..65535";
+		u->port = v;
+		p += len;
+	}
+	if (!*p) {
+		if (want_path)
+			return "missing /EXPORT";
+		return NULL;
+	}
+	if (*p != '/')
+		return "unexpected text after HOST";
+	if (!want_path)
+		return "no /PATH expected";
+	p++;
+	if (!valid_name(p))
+		return "EXPORT must be 1-63 of [A-Za-z0-9._:-]";
+	snprintf(u->path, sizeof(u->path), "%s", p);
+	return NULL;
+}
+
+/* An address as URIs write it: IPv6 in brackets. */
+void uri_host(char *buf, size_t len, const char *address)
+{
+	bool v6 = strchr(address, ':');
+
+	snprintf(buf, len, "%s%s%s", v6 ? "[" : "", address, v6 ? "]" : "");
+}
+
+/* Read a sysfs or configfs attribute without its trailing newline. */
+int read_attr(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	err = errno;
+	close(fd);
+	if (n < 0)
+		return -err;
+	buf[n] = '\0';
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	return 0;
+}
+
+/* Write @val to an attribute in a single write(2); 0 or -errno. */
+int write_attr(const char *path, const char *val)
+{
+	size_t len = strlen(val);
+	ssize_t n;
+	int fd, err;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, len);
+	err = n < 0 ? errno : (size_t)n != len ? EIO : 0;
+	if (close(fd) && !err)
+		err = errno;
+	return -err;
+}
+
 void json_begin(struct json *j, FILE *out)
 {
 	j->out = out;
@@ -98,7 +234,7 @@ void json_begin(struct json *j, FILE *out)
 	fputc('{', out);
 }
 
-static void json_key(struct json *j, const char *key)
+void json_key(struct json *j, const char *key)
 {
 	fprintf(j->out, "%s\"%s\":", j->first ? "" : ",", key);
 	j->first = false;
@@ -122,21 +258,33 @@ void json_bool(struct json *j, const char *key, bool v)
 	fputs(v ? "true" : "false", j->out);
 }
 
-void json_str(struct json *j, const char *key, const char *s)
+/* A JSON string, quoted and escaped. */
+void json_string(FILE *out, const char *s)
 {
-	json_key(j, key);
-	fputc('"', j->out);
+	fputc('"', out);
 	for (; *s; s++) {
 		unsigned char c = *s;
 
 		if (c == '"' || c == '\\')
-			fprintf(j->out, "\\%c", c);
+			fprintf(out, "\\%c", c);
 		else if (c < 0x20)
-			fprintf(j->out, "\\u%04x", c);
+			fprintf(out, "\\u%04x", c);
 		else
-			fputc(c, j->out);
+			fputc(c, out);
 	}
-	fputc('"', j->out);
+	fputc('"', out);
+}
+
+void json_str(struct json *j, const char *key, const char *s)
+{
+	json_key(j, key);
+	json_string(j->out, s);
+}
+
+/* Close an object nested in an array or another object. */
+void json_close(struct json *j)
+{
+	fputc('}', j->out);
 }
 
 void json_end(struct json *j)

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ternadm list: the mapped tern devices, from /sys/block/ternN/tern/.
+ *
+ *   ternadm list [--json]
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ternadm.h"
+
+#define MAX_DEVS	4096
+
+void list_usage(FILE *out)
+{
+	fprintf(out, "usage: %s list [--json]\n\n", ternadm_prog);
+	fprintf(out, "One line per mapped device: name, URI (transport, address, service,\n");
+	fprintf(out, "export), state, lanes, queue depth and size in bytes; with --json\n");
+	fprintf(out, "a JSON array of objects.\n");
+}
+
+struct list_dev {
+	char	name[32];
+	char	transport[16];
+	char	address[48];
+	char	export[NAME_MAX_LEN];
+	char	host[NAME_MAX_LEN];
+	char	state[16];
+	u64	service;
+	u64	lanes;
+	u64	queue_depth;
+	u64	size;		/* bytes */
+	bool	read_only;
+	bool	crc;
+};
+
+static void list_str(const char *name, const char *attr, char *buf,
+		     size_t len)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), SYS_BLOCK "/%s/%s", name, attr);
+	if (read_attr(path, buf, len))
+		snprintf(buf, len, "?");
+}
+
+static u64 list_u64(const char *name, const char *attr)
+{
+	char buf[32];
+
+	list_str(name, attr, buf, sizeof(buf));
+	return strtoull(buf, NULL, 10);
+}
+
+static void list_read(struct list_dev *d)
+{
+	list_str(d->name, "tern/transport", d->transport,
+		 sizeof(d->transport));
+	list_str(d->name, "tern/address", d->address, sizeof(d->address));
+	list_str(d->name, "tern/export", d->export, sizeof(d->export));
+	list_str(d->name, "tern/host", d->host, sizeof(d->host));
+	list_str(d->name, "tern/state", d->state, sizeof(d->state));
+	d->service = list_u64(d->name, "tern/service");
+	d->lanes = list_u64(d->name, "tern/lanes");
+	d->queue_depth = list_u64(d->name, "tern/queue_depth");
+	d->size = list_u64(d->name, "size") * 512;
+	d->read_only = list_u64(d->name, "ro");
+	d->crc = list_u64(d->name, "tern/crc");
+}
+
+/* ternN by N */
+static int list_cmp(const void *a, const void *b)
+{
+	const struct list_dev *x = a, *y = b;
+	long nx = atol(x->name + 4), ny = atol(y->name + 4);
+
+	return nx < ny ? -1 : nx > ny;
+}
+
+/* The devices, sorted; NULL with *nr 0 when there are none. */
+static struct list_dev *list_scan(int *nr)
+{
+	struct list_dev *devs = NULL, *d;
+	struct dirent *de;
+	char path[PATH_MAX];
+	DIR *dh;
+	int n = 0;
+
+	*nr = 0;
+	dh = opendir(SYS_BLOCK);
+	if (!dh)
+		return NULL;
+	while ((de = readdir(dh)) && n < MAX_DEVS) {
+		if (strncmp(de->d_name, "tern", 4) ||
+		    strlen(de->d_name) >= sizeof(devs->name))
+			continue;
+		snprintf(path, sizeof(path), SYS_BLOCK "/%s/tern", de->d_name);
+		if (access(path, F_OK))
+			continue;
+		d = realloc(devs, (n + 1) * sizeof(*devs));
+		if (!d)
+			break;
+		devs = d;
+		d = &devs[n++];
+		memset(d, 0, sizeof(*d));
+		snprintf(d->name, sizeof(d->name), "%s", de->d_name);
+		list_read(d);
+	}
+	closedir(dh);
+	if (n)
+		qsort(devs, n, sizeof(*devs), list_cmp);
+	*nr = n;
+	return devs;
+}
+
+static void list_json(const struct list_dev *devs, int nr)
+{
+	char dev[48];
+	struct json j;
+	int i;
+
+	fputc('[', stdout);
+	for (i = 0; i < nr; i++) {
+		const struct list_dev *d = &devs[i];
+
+		fputs(i ? ",\n" : "\n", stdout);
+		snprintf(dev, sizeof(dev), "/dev/%s", d->name);
+		json_begin(&j, stdout);
+		json_str(&j, "name", d->name);
+		json_str(&j, "device", dev);
+		json_str(&j, "transport", d->transport);
+		json_str(&j, "address", d->address);
+		json_u64(&j, "service", d->service);
+		json_str(&j, "export", d->export);
+		json_str(&j, "host", d->host);
+		json_str(&j, "state", d->state);
+		json_u64(&j, "lanes", d->lanes);
+		json_u64(&j, "queue_depth", d->queue_depth);
+		json_u64(&j, "size", d->size);
+		json_bool(&j, "read_only", d->read_only);
+		json_bool(&j, "crc", d->crc);
+		json_close(&j);
+	}
+	fputs(nr ? "\n]\n" : "]\n", stdout);
+}
+
+static void list_text(const struct list_dev *devs, int nr)
+{
+	char uri[160], host[64];
+	int i;
+
+	for (i = 0; i < nr; i++) {
+		const struct list_dev *d = &devs[i];
+
+		uri_host(host, sizeof(host), d->address);
+		snprintf(uri, sizeof(uri), "%s://%s:%llu/%s", d->transport,
+			 host, (unsigned long long)d->service, d->export);
+		printf("%-8s %-36s %-12s lanes %-2llu qd %-4llu size %llu%s%s\n",
+		       d->name, uri, d->state, (unsigned long long)d->lanes,
+		       (unsigned long long)d->queue_depth,
+		       (unsigned long long)d->size,
+		       d->read_only ? " ro" : "", d->crc ? " crc" : "");
+	}
+}
+
+int list_main(int argc, char **argv)
+{
+	struct list_dev *devs;
+	bool json = false;
+	int i, nr;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			list_usage(stdout);
+			return EXIT_OK;
+		}
+		if (strcmp(argv[i], "--json")) {
+			ternadm_err("list: unexpected '%s'", argv[i]);
+			return EXIT_USAGE;
+		}
+		json = true;
+	}
+	devs = list_scan(&nr);
+	if (json)
+		list_json(devs, nr);
+	else
+		list_text(devs, nr);
+	free(devs);
+	return EXIT_OK;
+}
