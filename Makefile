@@ -6,6 +6,7 @@
 #   make               modules + tools for the selected kernel
 #   make check         deps, -Werror W=1 build, checkpatch, sparse, selftests
 #   make demo          the block device demo in the guest
+#   make bench         benchmarks in the guest (not part of check)
 #   make deps          install what the above need (idempotent)
 #   make install       modules_install + tools into DESTDIR/PREFIX
 #
@@ -44,7 +45,7 @@ endif
 TOOL_DIRS := $(patsubst %/Makefile,%,$(wildcard tools/ternadm/Makefile \
 	tools/testing/selftests/tern/Makefile))
 
-.PHONY: all modules tools deps deps-if-missing check demo install clean help
+.PHONY: all modules tools deps deps-if-missing check demo bench install clean help
 
 all: modules tools
 
@@ -67,6 +68,10 @@ demo: deps-if-missing
 	$(MAKE) KDIR=$(GUEST_KDIR) all
 	tools/testing/vm/run --rdma --name demo -- $(SRC)/tools/demo.sh
 
+bench: deps-if-missing
+	$(MAKE) KDIR=$(GUEST_KDIR) all
+	tools/bench/run
+
 install:
 	$(MAKE) -C $(KDIR) M=$(SRC) modules_install
 	@for d in $(TOOL_DIRS); do $(MAKE) -C $$d install || exit 1; done
@@ -77,7 +82,7 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n '3,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n "3,14p" Makefile | sed 's/^# \{0,1\}//'
 
 print-%:
 	@echo '$($*)'
