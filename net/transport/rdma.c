@@ -1,0 +1,1171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern RDMA transport: one RC queue pair per lane, set up with rdma_cm.
+ *
+ * Message transport with inline data (Documentation/protocol.rst, "RDMA
+ * framing"): the frames a lane sends form one byte stream, exactly as on
+ * TCP, cut into SEND messages of at most the peer's receive buffer size.
+ * Each SEND starts with a struct tern_rdma_msg_hdr carrying a credit
+ * grant; the receiver feeds the bytes after it to the core's receive
+ * iterators in order (RC delivers in order), so a frame may span many
+ * SENDs and one SEND may carry the tails and heads of several frames.
+ *
+ * Credits: each side pre-posts recv_count receive buffers and announces
+ * the count and their size in the rdma_cm private data. A sender spends
+ * one credit per SEND and never posts without one, so a SEND always finds
+ * a posted buffer (the QP is set up with rnr_retry 0: a receiver-not-ready
+ * NAK would be a bug and fails the lane). Every SEND returns the credits
+ * for the buffers the receiver reposted since its last SEND; when there is
+ * nothing to send and a quarter of the buffers wait to be granted, a
+ * header-only CREDIT message goes out. The last credit is only spent on a
+ * SEND that grants credits too, so two peers can never both wait.
+ *
+ * Contexts: completions run in softirq (IB_POLL_SOFTIRQ on a CQ from the
+ * device's CQ pool) and only move receive buffers to a list, count send
+ * completions and queue the lane's io_work. io_work runs in process
+ * context, as the core requires, and does everything else: it parses the
+ * received bytes, reposts receive buffers, copies queued frames into the
+ * send ring and posts them. A frame is copied into registered send buffers
+ * and handed back to the core at once (tern_lane_tx_done()), so the core's
+ * frames never wait for the wire.
+ *
+ * Locking: tl->lock (bh) guards the receive-completion list, the send
+ * completion count and the ready/stopped flags; all other lane state is
+ * io_work's. rdma_cm events are serialised per cm_id by rdma_cm; the lane
+ * handler only completes the connect wait or reports an error. Shutdown
+ * stops io_work from being queued, drains the QP (every posted work
+ * request completes, flushed), cancels io_work and only then frees the QP,
+ * CQ, buffers and the cm_id; rdma_destroy_id() waits out a running event
+ * handler.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/inet.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+#include <net/net_namespace.h>
+#include <tern/transport.h>
+
+static unsigned int resolve_timeout_ms = 2000;
+module_param(resolve_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(resolve_timeout_ms,
+		 "Address and route resolution timeout in ms (default 2000)");
+
+static unsigned int connect_timeout_ms = 5000;
+module_param(connect_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(connect_timeout_ms,
+		 "Give up a connection attempt after this many ms in total (default 5000)");
+
+static unsigned int buf_size = 16384;
+module_param(buf_size, uint, 0444);
+MODULE_PARM_DESC(buf_size,
+		 "Bytes per send and receive buffer, 4096..65536 (default 16384)");
+
+static unsigned int recv_depth = 64;
+module_param(recv_depth, uint, 0444);
+MODULE_PARM_DESC(recv_depth,
+		 "Receive buffers posted per lane: the peer's credits, 8..1024 (default 64)");
+
+static unsigned int send_depth = 32;
+module_param(send_depth, uint, 0444);
+MODULE_PARM_DESC(send_depth,
+		 "Send buffers (and send queue entries) per lane, 2..1024 (default 32)");
+
+static unsigned int io_budget = 64;
+module_param(io_budget, uint, 0644);
+MODULE_PARM_DESC(io_budget,
+		 "Messages per io_work run before yielding (default 64)");
+
+#define TERN_RDMA_MIN_BUF	4096U
+#define TERN_RDMA_MAX_BUF	65536U
+#define TERN_RDMA_MIN_RECV	8U
+#define TERN_RDMA_MAX_DEPTH	1024U
+
+static struct workqueue_struct *tern_rdma_wq;
+
+/* The rdma_cm context of a cm_id is either a listener or a lane. */
+enum tern_rdma_ctx_kind {
+	TERN_RDMA_CTX_LISTENER = 1,
+	TERN_RDMA_CTX_LANE,
+};
+
+enum tern_rdma_rx_state {
+	TERN_RDMA_RX_HDR,
+	TERN_RDMA_RX_FRONT,
+	TERN_RDMA_RX_DATA,
+};
+
+struct tern_rdma_lane;
+
+struct tern_rdma_buf {
+	struct ib_cqe		cqe;
+	struct tern_rdma_lane	*tl;
+	struct list_head	entry;	/* tl->rx_done */
+	void			*addr;
+	u64			dma;
+	u32			len;	/* receive: bytes received */
+	bool			mapped;
+};
+
+struct tern_rdma_lane {
+	enum tern_rdma_ctx_kind	kind;
+	struct tern_lane	*lane;
+	struct rdma_cm_id	*cm_id;
+	struct ib_device	*dev;
+	struct ib_pd		*pd;
+	struct ib_cq		*cq;
+	unsigned int		cq_size;
+	bool			qp_created;
+	struct work_struct	io_work;
+
+	spinlock_t		lock;		/* the five below */
+	struct list_head	rx_done;	/* completed receive buffers */
+	unsigned int		tx_completed;
+	bool			ready;		/* io_work may run */
+	bool			stopped;	/* shutdown started */
+	int			early_err;	/* cm error before ready */
+
+	/* connect: the event handler reports the outcome of each step */
+	struct completion	cm_done;
+	int			cm_status;
+
+	struct tern_rdma_buf	*rbufs;
+	unsigned int		nr_rbufs;
+	struct tern_rdma_buf	*sbufs;
+	unsigned int		nr_sbufs;
+	u32			buf_size;	/* ours, both rings */
+	u32			tx_chunk;	/* bytes per SEND, header included */
+	u32			peer_recv;	/* the peer's receive buffers */
+
+	/* io_work only */
+	bool			failed;
+	unsigned int		tx_posted;
+	u32			tx_credits;
+	u32			grant_pending;
+	u32			grant_threshold;
+	enum tern_rdma_rx_state	rx_state;
+	size_t			rx_hdr_off;
+	struct tern_frame	*tx_frame;
+	size_t			tx_off;		/* header+front bytes copied */
+	struct iov_iter		tx_data;
+};
+
+struct tern_rdma_listener {
+	enum tern_rdma_ctx_kind	kind;
+	struct tern_listener	*lis;
+	struct mutex		lock;		/* cm_id ownership */
+	struct rdma_cm_id	*cm_id;		/* NULL once rdma_cm took it */
+};
+
+static void tern_rdma_lane_fail(struct tern_rdma_lane *tl, int err)
+{
+	bool report;
+
+	spin_lock_bh(&tl->lock);
+	report = tl->ready && !tl->stopped;
+	spin_unlock_bh(&tl->lock);
+	if (report)
+		tern_lane_error(tl->lane, err);
+}
+
+static void tern_rdma_wc_error(struct tern_rdma_lane *tl, struct ib_wc *wc,
+			       const char *op)
+{
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_warn_ratelimited("%s: %s completion failed: %s (%d)\n",
+				    tern_lane_name(tl->lane), op,
+				    ib_wc_status_msg(wc->status), wc->status);
+	tern_rdma_lane_fail(tl, wc->status == IB_WC_WR_FLUSH_ERR ?
+			    -ECONNRESET : -EIO);
+}
+
+static void tern_rdma_kick_locked(struct tern_rdma_lane *tl)
+{
+	lockdep_assert_held(&tl->lock);
+	if (tl->ready && !tl->stopped)
+		queue_work(tern_rdma_wq, &tl->io_work);
+}
+
+static void tern_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct tern_rdma_buf *buf = container_of(wc->wr_cqe,
+						 struct tern_rdma_buf, cqe);
+	struct tern_rdma_lane *tl = buf->tl;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		tern_rdma_wc_error(tl, wc, "receive");
+		return;
+	}
+	buf->len = wc->byte_len;
+	spin_lock_bh(&tl->lock);
+	list_add_tail(&buf->entry, &tl->rx_done);
+	tern_rdma_kick_locked(tl);
+	spin_unlock_bh(&tl->lock);
+}
+
+static void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct tern_rdma_buf *buf = container_of(wc->wr_cqe,
+						 struct tern_rdma_buf, cqe);
+	struct tern_rdma_lane *tl = buf->tl;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		tern_rdma_wc_error(tl, wc, "send");
+		return;
+	}
+	spin_lock_bh(&tl->lock);
+	tl->tx_completed++;
+	tern_rdma_kick_locked(tl);
+	spin_unlock_bh(&tl->lock);
+}
+
+static int tern_rdma_post_recv(struct tern_rdma_lane *tl,
+			       struct tern_rdma_buf *buf)
+{
+	struct ib_sge sge = {
+		.addr = buf->dma,
+		.length = tl->buf_size,
+		.lkey = tl->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &buf->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(tl->dev, buf->dma, tl->buf_size,
+				      DMA_FROM_DEVICE);
+	return ib_post_recv(tl->cm_id->qp, &wr, NULL);
+}
+
+static __printf(2, 3)
+int tern_rdma_proto_err(struct tern_rdma_lane *tl, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	pr_warn_ratelimited("%s: protocol error: %pV\n",
+			    tern_lane_name(tl->lane), &vaf);
+	va_end(args);
+	return -EPROTO;
+}
+
+/* Run the core through every frame part that needs no more bytes. */
+static int tern_rdma_rx_settle(struct tern_rdma_lane *tl)
+{
+	struct tern_lane_rx *rx = &tl->lane->rx;
+	int ret;
+
+	for (;;) {
+		switch (tl->rx_state) {
+		case TERN_RDMA_RX_HDR:
+			return 0;
+		case TERN_RDMA_RX_FRONT:
+			if (iov_iter_count(&rx->front_iter))
+				return 0;
+			ret = tern_lane_rx_front(tl->lane);
+			if (ret)
+				return ret;
+			tl->rx_state = TERN_RDMA_RX_DATA;
+			break;
+		case TERN_RDMA_RX_DATA:
+			if (iov_iter_count(&rx->data_iter))
+				return 0;
+			tl->rx_state = TERN_RDMA_RX_HDR;
+			return tern_lane_rx_done(tl->lane);
+		}
+	}
+}
+
+/* Feed @len stream bytes at @p to the core, in order. */
+static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
+			     size_t len)
+{
+	struct tern_lane_rx *rx = &tl->lane->rx;
+	struct iov_iter *iter;
+	size_t n;
+	int ret;
+
+	while (len) {
+		if (tl->rx_state == TERN_RDMA_RX_HDR) {
+			n = min(len, sizeof(rx->hdr) - tl->rx_hdr_off);
+			memcpy((u8 *)&rx->hdr + tl->rx_hdr_off, p, n);
+			tl->rx_hdr_off += n;
+			if (tl->rx_hdr_off == sizeof(rx->hdr)) {
+				tl->rx_hdr_off = 0;
+				ret = tern_lane_rx_header(tl->lane);
+				if (ret)
+					return ret;
+				tl->rx_state = TERN_RDMA_RX_FRONT;
+			}
+		} else {
+			iter = tl->rx_state == TERN_RDMA_RX_FRONT ?
+			       &rx->front_iter : &rx->data_iter;
+			n = min(len, iov_iter_count(iter));
+			if (copy_to_iter(p, n, iter) != n)
+				return -EFAULT;
+		}
+		p += n;
+		len -= n;
+		ret = tern_rdma_rx_settle(tl);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Validate one received message, take its credits, feed its payload. */
+static int tern_rdma_rx_msg(struct tern_rdma_lane *tl,
+			    struct tern_rdma_buf *buf)
+{
+	const struct tern_rdma_msg_hdr *h = buf->addr;
+	u32 credits;
+
+	if (buf->len < sizeof(*h) || buf->len > tl->buf_size)
+		return tern_rdma_proto_err(tl, "message of %u bytes", buf->len);
+	if (le16_to_cpu(h->magic) != TERN_RDMA_MSG_MAGIC || h->flags ||
+	    h->reserved)
+		return tern_rdma_proto_err(tl, "bad message header %*ph",
+					   (int)sizeof(*h), h);
+	credits = le16_to_cpu(h->credits);
+	if (credits > tl->peer_recv - tl->tx_credits)
+		return tern_rdma_proto_err(tl, "%u credits granted, %u held of %u",
+					   credits, tl->tx_credits,
+					   tl->peer_recv);
+	tl->tx_credits += credits;
+
+	switch (h->type) {
+	case TERN_RDMA_MSG_CREDIT:
+		if (buf->len != sizeof(*h) || !credits)
+			return tern_rdma_proto_err(tl, "bad credit message");
+		return 0;
+	case TERN_RDMA_MSG_DATA:
+		if (buf->len == sizeof(*h))
+			return tern_rdma_proto_err(tl, "empty data message");
+		return tern_rdma_rx_feed(tl, (const u8 *)(h + 1),
+					 buf->len - sizeof(*h));
+	}
+	return tern_rdma_proto_err(tl, "message type %u", h->type);
+}
+
+/* Return: 1 if a message was consumed, 0 if none is waiting, <0. */
+static int tern_rdma_recv_step(struct tern_rdma_lane *tl)
+{
+	struct tern_rdma_buf *buf;
+	int ret;
+
+	spin_lock_bh(&tl->lock);
+	buf = list_first_entry_or_null(&tl->rx_done, struct tern_rdma_buf,
+				       entry);
+	if (buf)
+		list_del_init(&buf->entry);
+	spin_unlock_bh(&tl->lock);
+	if (!buf)
+		return 0;
+
+	ib_dma_sync_single_for_cpu(tl->dev, buf->dma, tl->buf_size,
+				   DMA_FROM_DEVICE);
+	ret = tern_rdma_rx_msg(tl, buf);
+	if (ret)
+		return ret;
+	ret = tern_rdma_post_recv(tl, buf);
+	if (ret)
+		return ret;
+	tl->grant_pending++;
+	return 1;
+}
+
+static bool tern_rdma_frame_sent(struct tern_rdma_lane *tl)
+{
+	struct tern_frame *f = tl->tx_frame;
+
+	return tl->tx_off == sizeof(f->hdr) + tern_frame_front_len(f) &&
+	       !iov_iter_count(&tl->tx_data);
+}
+
+/* Copy up to @room bytes of the current frame to @dst. Return: copied. */
+static ssize_t tern_rdma_copy_frame(struct tern_rdma_lane *tl, u8 *dst,
+				    size_t room)
+{
+	struct tern_frame *f = tl->tx_frame;
+	size_t hlen = sizeof(f->hdr);
+	size_t head = hlen + tern_frame_front_len(f);
+	size_t copied = 0, n;
+	const u8 *src;
+
+	while (tl->tx_off < head && copied < room) {
+		if (tl->tx_off < hlen) {
+			src = (const u8 *)&f->hdr + tl->tx_off;
+			n = hlen - tl->tx_off;
+		} else {
+			src = (const u8 *)f->front + (tl->tx_off - hlen);
+			n = head - tl->tx_off;
+		}
+		n = min(n, room - copied);
+		memcpy(dst + copied, src, n);
+		tl->tx_off += n;
+		copied += n;
+	}
+	n = min(room - copied, iov_iter_count(&tl->tx_data));
+	if (n) {
+		if (copy_from_iter(dst + copied, n, &tl->tx_data) != n)
+			return -EFAULT;
+		copied += n;
+	}
+	return copied;
+}
+
+static unsigned int tern_rdma_tx_free(struct tern_rdma_lane *tl)
+{
+	unsigned int completed;
+
+	spin_lock_bh(&tl->lock);
+	completed = tl->tx_completed;
+	spin_unlock_bh(&tl->lock);
+	return tl->nr_sbufs - (tl->tx_posted - completed);
+}
+
+/* Return: 1 if a message was posted, 0 if nothing can be sent now, <0. */
+static int tern_rdma_send_step(struct tern_rdma_lane *tl)
+{
+	struct tern_rdma_buf *buf;
+	struct tern_rdma_msg_hdr *h;
+	struct tern_frame *f;
+	size_t off = sizeof(*h);
+	struct ib_send_wr wr = {};
+	struct ib_sge sge;
+	ssize_t n;
+	int ret;
+
+	/* The last credit only goes with a grant: see the top comment. */
+	if (!tl->tx_credits || (tl->tx_credits == 1 && !tl->grant_pending))
+		return 0;
+	if (!tern_rdma_tx_free(tl))
+		return 0;
+
+	buf = &tl->sbufs[tl->tx_posted % tl->nr_sbufs];
+	h = buf->addr;
+	while (off < tl->tx_chunk) {
+		if (!tl->tx_frame) {
+			f = tern_lane_tx_next(tl->lane);
+			if (!f)
+				break;
+			tl->tx_frame = f;
+			tl->tx_off = 0;
+			iov_iter_bvec(&tl->tx_data, ITER_SOURCE, f->bvec,
+				      f->nr_bvec, tern_frame_data_len(f));
+		}
+		n = tern_rdma_copy_frame(tl, (u8 *)buf->addr + off,
+					 tl->tx_chunk - off);
+		if (n < 0)
+			return n;
+		off += n;
+		if (tern_rdma_frame_sent(tl)) {
+			f = tl->tx_frame;
+			tl->tx_frame = NULL;
+			tern_lane_tx_done(tl->lane, f);
+		}
+	}
+
+	if (off == sizeof(*h)) {
+		if (tl->grant_pending < tl->grant_threshold)
+			return 0;
+		h->type = TERN_RDMA_MSG_CREDIT;
+	} else {
+		h->type = TERN_RDMA_MSG_DATA;
+	}
+	h->magic = cpu_to_le16(TERN_RDMA_MSG_MAGIC);
+	h->flags = 0;
+	h->credits = cpu_to_le16(tl->grant_pending);
+	h->reserved = 0;
+
+	sge.addr = buf->dma;
+	sge.length = off;
+	sge.lkey = tl->pd->local_dma_lkey;
+	wr.wr_cqe = &buf->cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	ib_dma_sync_single_for_device(tl->dev, buf->dma, off, DMA_TO_DEVICE);
+	ret = ib_post_send(tl->cm_id->qp, &wr, NULL);
+	if (ret)
+		return ret;
+	tl->tx_posted++;
+	tl->tx_credits--;
+	tl->grant_pending = 0;
+	return 1;
+}
+
+static void tern_rdma_io_work(struct work_struct *work)
+{
+	struct tern_rdma_lane *tl = container_of(work, struct tern_rdma_lane,
+						 io_work);
+	unsigned int budget = READ_ONCE(io_budget) ?: 1;
+	int received, sent;
+
+	if (tl->failed)
+		return;
+	do {
+		received = tern_rdma_recv_step(tl);
+		if (received < 0) {
+			sent = received;
+			goto fail;
+		}
+		sent = tern_rdma_send_step(tl);
+		if (sent < 0)
+			goto fail;
+		if (!sent && !received)
+			return;
+	} while (--budget);
+	/* yield, then go on */
+	spin_lock_bh(&tl->lock);
+	tern_rdma_kick_locked(tl);
+	spin_unlock_bh(&tl->lock);
+	return;
+
+fail:
+	tl->failed = true;
+	tern_lane_error(tl->lane, sent);
+}
+
+static void tern_rdma_free_bufs(struct tern_rdma_lane *tl,
+				struct tern_rdma_buf *bufs, unsigned int nr,
+				enum dma_data_direction dir)
+{
+	unsigned int i;
+
+	if (!bufs)
+		return;
+	for (i = 0; i < nr; i++) {
+		if (bufs[i].mapped)
+			ib_dma_unmap_single(tl->dev, bufs[i].dma, tl->buf_size,
+					    dir);
+		kfree(bufs[i].addr);
+	}
+	kfree(bufs);
+}
+
+static struct tern_rdma_buf *tern_rdma_alloc_bufs(struct tern_rdma_lane *tl,
+						  unsigned int nr,
+						  enum dma_data_direction dir,
+						  void (*done)(struct ib_cq *,
+							       struct ib_wc *))
+{
+	struct tern_rdma_buf *bufs;
+	unsigned int i;
+
+	bufs = kcalloc(nr, sizeof(*bufs), GFP_KERNEL);
+	if (!bufs)
+		return NULL;
+	for (i = 0; i < nr; i++) {
+		struct tern_rdma_buf *buf = &bufs[i];
+
+		buf->tl = tl;
+		buf->cqe.done = done;
+		INIT_LIST_HEAD(&buf->entry);
+		buf->addr = kmalloc(tl->buf_size, GFP_KERNEL);
+		if (!buf->addr)
+			goto fail;
+		buf->dma = ib_dma_map_single(tl->dev, buf->addr, tl->buf_size,
+					     dir);
+		if (ib_dma_mapping_error(tl->dev, buf->dma))
+			goto fail;
+		buf->mapped = true;
+	}
+	return bufs;
+
+fail:
+	tern_rdma_free_bufs(tl, bufs, nr, dir);
+	return NULL;
+}
+
+static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
+{
+	struct tern_rdma_lane *tl;
+
+	tl = kzalloc(sizeof(*tl), GFP_KERNEL);
+	if (!tl)
+		return NULL;
+	tl->kind = TERN_RDMA_CTX_LANE;
+	spin_lock_init(&tl->lock);
+	INIT_LIST_HEAD(&tl->rx_done);
+	INIT_WORK(&tl->io_work, tern_rdma_io_work);
+	init_completion(&tl->cm_done);
+	tl->rx_state = TERN_RDMA_RX_HDR;
+	tl->buf_size = clamp(READ_ONCE(buf_size), TERN_RDMA_MIN_BUF,
+			     TERN_RDMA_MAX_BUF);
+	tl->nr_rbufs = clamp(READ_ONCE(recv_depth), TERN_RDMA_MIN_RECV,
+			     TERN_RDMA_MAX_DEPTH);
+	tl->nr_sbufs = clamp(READ_ONCE(send_depth), 2U, TERN_RDMA_MAX_DEPTH);
+	return tl;
+}
+
+/*
+ * PD, CQ, QP and buffers on the device the cm_id is bound to; receive
+ * buffers posted. On failure everything created here is released again.
+ */
+static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
+{
+	struct rdma_cm_id *id = tl->cm_id;
+	struct ib_qp_init_attr attr = {};
+	unsigned int i;
+	int err;
+
+	tl->dev = id->device;
+	/* sends + receives, and one of each for ib_drain_qp() */
+	tl->cq_size = tl->nr_sbufs + tl->nr_rbufs + 2;
+
+	tl->pd = ib_alloc_pd(tl->dev, 0);
+	if (IS_ERR(tl->pd)) {
+		err = PTR_ERR(tl->pd);
+		tl->pd = NULL;
+		return err;
+	}
+	/*
+	 * Softirq polling: the handlers only queue buffers and io_work, so
+	 * a workqueue hop here would only add latency.
+	 */
+	tl->cq = ib_cq_pool_get(tl->dev, tl->cq_size, -1, IB_POLL_SOFTIRQ);
+	if (IS_ERR(tl->cq)) {
+		err = PTR_ERR(tl->cq);
+		tl->cq = NULL;
+		goto out_pd;
+	}
+
+	attr.event_handler = NULL;
+	attr.send_cq = tl->cq;
+	attr.recv_cq = tl->cq;
+	attr.cap.max_send_wr = tl->nr_sbufs + 1;
+	attr.cap.max_recv_wr = tl->nr_rbufs + 1;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	attr.qp_type = IB_QPT_RC;
+	err = rdma_create_qp(id, tl->pd, &attr);
+	if (err)
+		goto out_cq;
+	tl->qp_created = true;
+
+	err = -ENOMEM;
+	tl->rbufs = tern_rdma_alloc_bufs(tl, tl->nr_rbufs, DMA_FROM_DEVICE,
+					 tern_rdma_recv_done);
+	if (!tl->rbufs)
+		goto out_qp;
+	tl->sbufs = tern_rdma_alloc_bufs(tl, tl->nr_sbufs, DMA_TO_DEVICE,
+					 tern_rdma_send_done);
+	if (!tl->sbufs)
+		goto out_qp;
+	for (i = 0; i < tl->nr_rbufs; i++) {
+		err = tern_rdma_post_recv(tl, &tl->rbufs[i]);
+		if (err)
+			goto out_qp;
+	}
+	return 0;
+
+out_qp:
+	/* Flush what was posted before the buffers go away. */
+	ib_drain_qp(id->qp);
+	rdma_destroy_qp(id);
+	tl->qp_created = false;
+	tern_rdma_free_bufs(tl, tl->sbufs, tl->nr_sbufs, DMA_TO_DEVICE);
+	tern_rdma_free_bufs(tl, tl->rbufs, tl->nr_rbufs, DMA_FROM_DEVICE);
+	tl->sbufs = NULL;
+	tl->rbufs = NULL;
+out_cq:
+	ib_cq_pool_put(tl->cq, tl->cq_size);
+	tl->cq = NULL;
+out_pd:
+	ib_dealloc_pd(tl->pd);
+	tl->pd = NULL;
+	return err;
+}
+
+/* Tear down the queue; the cm_id stays. Nothing may be queued meanwhile. */
+static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
+{
+	/* io_work posts; with ->stopped set nothing queues it again. */
+	cancel_work_sync(&tl->io_work);
+	if (tl->qp_created) {
+		ib_drain_qp(tl->cm_id->qp);
+		rdma_destroy_qp(tl->cm_id);
+		tl->qp_created = false;
+	}
+	tern_rdma_free_bufs(tl, tl->sbufs, tl->nr_sbufs, DMA_TO_DEVICE);
+	tern_rdma_free_bufs(tl, tl->rbufs, tl->nr_rbufs, DMA_FROM_DEVICE);
+	tl->sbufs = NULL;
+	tl->rbufs = NULL;
+	if (tl->cq)
+		ib_cq_pool_put(tl->cq, tl->cq_size);
+	tl->cq = NULL;
+	if (tl->pd)
+		ib_dealloc_pd(tl->pd);
+	tl->pd = NULL;
+}
+
+static void tern_rdma_fill_priv(struct tern_rdma_lane *tl,
+				struct tern_rdma_cm_priv *priv)
+{
+	memset(priv, 0, sizeof(*priv));
+	priv->magic = cpu_to_le32(TERN_RDMA_CM_MAGIC);
+	priv->version = cpu_to_le16(TERN_RDMA_VERSION);
+	priv->recv_count = cpu_to_le16(tl->nr_rbufs);
+	priv->buf_size = cpu_to_le32(tl->buf_size);
+}
+
+/* Check the peer's private data and set up credits and the SEND size. */
+static int tern_rdma_take_priv(struct tern_rdma_lane *tl, const void *data,
+			       u8 len)
+{
+	const struct tern_rdma_cm_priv *priv = data;
+	u32 size, count;
+
+	if (!data || len < sizeof(*priv))
+		return -EPROTO;
+	if (le32_to_cpu(priv->magic) != TERN_RDMA_CM_MAGIC || priv->reserved)
+		return -EPROTO;
+	if (le16_to_cpu(priv->version) != TERN_RDMA_VERSION)
+		return -EPROTONOSUPPORT;
+	size = le32_to_cpu(priv->buf_size);
+	count = le16_to_cpu(priv->recv_count);
+	if (size < TERN_RDMA_MIN_BUF || size > TERN_RDMA_MAX_BUF ||
+	    count < TERN_RDMA_MIN_RECV || count > TERN_RDMA_MAX_DEPTH)
+		return -EPROTO;
+	tl->peer_recv = count;
+	tl->tx_credits = count;
+	tl->tx_chunk = min(size, tl->buf_size);
+	tl->grant_threshold = max(2U, tl->nr_rbufs / 4);
+	return 0;
+}
+
+static void tern_rdma_conn_param(struct rdma_conn_param *param,
+				 const struct tern_rdma_cm_priv *priv)
+{
+	memset(param, 0, sizeof(*param));
+	param->private_data = priv;
+	param->private_data_len = sizeof(*priv);
+	param->flow_control = 1;
+	param->retry_count = 7;
+	/* Credits guarantee a posted buffer: an RNR NAK is a bug. */
+	param->rnr_retry_count = 0;
+}
+
+/* Make the lane's io_work live; a cm error seen meanwhile fails it. */
+static void tern_rdma_lane_go(struct tern_rdma_lane *tl)
+{
+	int err;
+
+	spin_lock_bh(&tl->lock);
+	tl->ready = true;
+	err = tl->early_err;
+	tern_rdma_kick_locked(tl);	/* receives may already be waiting */
+	spin_unlock_bh(&tl->lock);
+	if (err)
+		tern_lane_error(tl->lane, err);
+}
+
+/* The outcome of one connect step, for the waiting tern_rdma_connect(). */
+static void tern_rdma_step_done(struct tern_rdma_lane *tl, int status)
+{
+	tl->cm_status = status;
+	complete(&tl->cm_done);
+}
+
+static int tern_rdma_lane_event(struct tern_rdma_lane *tl,
+				struct rdma_cm_event *ev)
+{
+	bool ready, report = false;
+	int err;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		tern_rdma_step_done(tl, 0);
+		return 0;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		spin_lock_bh(&tl->lock);
+		ready = tl->ready;	/* accepted lanes are ready already */
+		spin_unlock_bh(&tl->lock);
+		if (ready)
+			return 0;
+		err = tern_rdma_take_priv(tl, ev->param.conn.private_data,
+					  ev->param.conn.private_data_len);
+		tern_rdma_step_done(tl, err);
+		return 0;
+	case RDMA_CM_EVENT_REJECTED:
+		err = -ECONNREFUSED;
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		err = ev->status < 0 ? ev->status : -EHOSTUNREACH;
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		err = -EHOSTUNREACH;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		err = -ECONNRESET;
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		err = -ENODEV;
+		break;
+	default:
+		return 0;
+	}
+
+	spin_lock_bh(&tl->lock);
+	if (tl->ready)
+		report = !tl->stopped;
+	else if (!tl->early_err)
+		tl->early_err = err;	/* tern_rdma_lane_go() reports it */
+	ready = tl->ready;
+	spin_unlock_bh(&tl->lock);
+	if (report) {
+		if (err != -ECONNRESET)
+			pr_info_ratelimited("%s: %s\n", tern_lane_name(tl->lane),
+					    rdma_event_msg(ev->event));
+		/* a disconnect is the peer's orderly close */
+		tern_lane_error(tl->lane, err == -ECONNRESET ? 0 : err);
+	} else if (!ready) {
+		tern_rdma_step_done(tl, err);
+	}
+	/* The lane's teardown destroys the cm_id, never rdma_cm. */
+	return 0;
+}
+
+/* Wait for the handler's verdict on one connect step. */
+static int tern_rdma_wait(struct tern_rdma_lane *tl, unsigned long deadline)
+{
+	long left = (long)(deadline - jiffies);
+
+	if (left <= 0 || !wait_for_completion_timeout(&tl->cm_done, left))
+		return -ETIMEDOUT;
+	reinit_completion(&tl->cm_done);
+	return tl->cm_status;
+}
+
+static void tern_rdma_lane_free(struct tern_rdma_lane *tl)
+{
+	tern_rdma_destroy_queue(tl);
+	if (tl->cm_id)
+		rdma_destroy_id(tl->cm_id);
+	kfree(tl);
+}
+
+static int tern_rdma_addrlen(const struct sockaddr_storage *addr)
+{
+	return addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					     sizeof(struct sockaddr_in);
+}
+
+static int tern_rdma_cm_handler(struct rdma_cm_id *id,
+				struct rdma_cm_event *ev);
+
+static int tern_rdma_connect(struct tern_lane *lane,
+			     const struct sockaddr_storage *addr)
+{
+	unsigned long deadline = jiffies +
+		msecs_to_jiffies(READ_ONCE(connect_timeout_ms));
+	unsigned int resolve_ms = READ_ONCE(resolve_timeout_ms) ?: 1;
+	struct tern_rdma_cm_priv priv;
+	struct rdma_conn_param param;
+	struct sockaddr_storage dst;
+	struct tern_rdma_lane *tl;
+	int err;
+
+	tl = tern_rdma_lane_alloc();
+	if (!tl)
+		return -ENOMEM;
+	tl->lane = lane;
+	tl->cm_id = rdma_create_id(&init_net, tern_rdma_cm_handler, tl,
+				   RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(tl->cm_id)) {
+		err = PTR_ERR(tl->cm_id);
+		tl->cm_id = NULL;
+		goto fail;
+	}
+
+	memcpy(&dst, addr, tern_rdma_addrlen(addr));
+	err = rdma_resolve_addr(tl->cm_id, NULL, (struct sockaddr *)&dst,
+				resolve_ms);
+	if (!err)
+		err = tern_rdma_wait(tl, deadline);
+	if (err)
+		goto fail;
+	err = rdma_resolve_route(tl->cm_id, resolve_ms);
+	if (!err)
+		err = tern_rdma_wait(tl, deadline);
+	if (err)
+		goto fail;
+
+	err = tern_rdma_create_queue(tl);
+	if (err)
+		goto fail;
+	tern_rdma_fill_priv(tl, &priv);
+	tern_rdma_conn_param(&param, &priv);
+	err = rdma_connect(tl->cm_id, &param);
+	if (!err)
+		err = tern_rdma_wait(tl, deadline);
+	if (err)
+		goto fail;
+
+	lane->tpriv = tl;
+	tern_rdma_lane_go(tl);
+	return 0;
+
+fail:
+	pr_debug("connect to %pISpc failed (%d)\n", addr, err);
+	/*
+	 * rdma_destroy_id() waits for a running handler; the completion is
+	 * only looked at by us, so a late event is harmless.
+	 */
+	tern_rdma_lane_free(tl);
+	return err;
+}
+
+static void tern_rdma_reject(struct rdma_cm_id *id)
+{
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+/* A connect request on a listener; nonzero: rdma_cm destroys @id. */
+static int tern_rdma_accept(struct tern_rdma_listener *tll,
+			    struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct sockaddr_storage peer = {};
+	struct tern_rdma_cm_priv priv;
+	struct rdma_conn_param param;
+	struct tern_rdma_lane *tl;
+	struct tern_lane *lane;
+	int err;
+
+	memcpy(&peer, &id->route.addr.dst_addr, sizeof(peer));
+
+	tl = tern_rdma_lane_alloc();
+	if (!tl)
+		goto reject;
+	err = tern_rdma_take_priv(tl, ev->param.conn.private_data,
+				  ev->param.conn.private_data_len);
+	if (err) {
+		pr_warn_ratelimited("bad connect request from %pISpc (%d)\n",
+				    &peer, err);
+		kfree(tl);
+		goto reject;
+	}
+	lane = tern_lane_accept(tll->lis, &peer);
+	if (!lane) {
+		kfree(tl);
+		goto reject;
+	}
+	tl->lane = lane;
+	tl->cm_id = id;
+	id->context = tl;
+	err = tern_rdma_create_queue(tl);
+	if (err)
+		goto abort;
+
+	tern_rdma_fill_priv(tl, &priv);
+	tern_rdma_conn_param(&param, &priv);
+	err = rdma_accept(id, &param);
+	if (err)
+		goto abort;
+
+	lane->tpriv = tl;
+	tern_lane_start(lane);
+	tern_rdma_lane_go(tl);
+	return 0;
+
+abort:
+	tern_rdma_reject(id);
+	tern_rdma_destroy_queue(tl);
+	kfree(tl);
+	id->context = NULL;
+	tern_lane_abort(lane);
+	return 1;
+
+reject:
+	tern_rdma_reject(id);
+	return 1;
+}
+
+static int tern_rdma_listener_event(struct tern_rdma_listener *tll,
+				    struct rdma_cm_id *id,
+				    struct rdma_cm_event *ev)
+{
+	bool ours;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		return tern_rdma_accept(tll, id, ev);
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/*
+		 * The device cannot go while we hold the id: let rdma_cm
+		 * destroy it, unless stop_listen is already doing that.
+		 */
+		mutex_lock(&tll->lock);
+		ours = tll->cm_id == id;
+		if (ours)
+			tll->cm_id = NULL;
+		mutex_unlock(&tll->lock);
+		if (ours)
+			pr_info("device removed: no longer listening on %pISpc\n",
+				&tll->lis->addr);
+		return ours;
+	default:
+		return 0;
+	}
+}
+
+static int tern_rdma_cm_handler(struct rdma_cm_id *id,
+				struct rdma_cm_event *ev)
+{
+	enum tern_rdma_ctx_kind *kind = id->context;
+
+	if (!kind)
+		return 0;
+	if (*kind == TERN_RDMA_CTX_LISTENER)
+		return tern_rdma_listener_event(container_of(kind,
+					struct tern_rdma_listener, kind), id, ev);
+	return tern_rdma_lane_event(container_of(kind, struct tern_rdma_lane,
+						 kind), ev);
+}
+
+static void tern_rdma_kick(struct tern_lane *lane)
+{
+	struct tern_rdma_lane *tl = lane->tpriv;
+
+	if (!tl)
+		return;
+	spin_lock_bh(&tl->lock);
+	tern_rdma_kick_locked(tl);
+	spin_unlock_bh(&tl->lock);
+}
+
+static void tern_rdma_shutdown(struct tern_lane *lane)
+{
+	struct tern_rdma_lane *tl = lane->tpriv;
+
+	if (!tl)
+		return;
+	spin_lock_bh(&tl->lock);
+	tl->stopped = true;
+	spin_unlock_bh(&tl->lock);
+	rdma_disconnect(tl->cm_id);
+	tern_rdma_lane_free(tl);
+	lane->tpriv = NULL;
+}
+
+static int tern_rdma_listen(struct tern_listener *lis)
+{
+	struct tern_rdma_listener *tll;
+	struct sockaddr_storage addr;
+	struct rdma_cm_id *id;
+	int err;
+
+	tll = kzalloc(sizeof(*tll), GFP_KERNEL);
+	if (!tll)
+		return -ENOMEM;
+	tll->kind = TERN_RDMA_CTX_LISTENER;
+	tll->lis = lis;
+	mutex_init(&tll->lock);
+
+	id = rdma_create_id(&init_net, tern_rdma_cm_handler, tll, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		err = PTR_ERR(id);
+		goto out_free;
+	}
+	/* "[::]" means IPv6 only, as on TCP. */
+	if (lis->addr.ss_family == AF_INET6) {
+		err = rdma_set_afonly(id, 1);
+		if (err)
+			goto out_destroy;
+	}
+	memcpy(&addr, &lis->addr, sizeof(addr));
+	err = rdma_bind_addr(id, (struct sockaddr *)&addr);
+	if (err) {
+		pr_warn("cannot bind %pISpc (%d)\n", &lis->addr, err);
+		goto out_destroy;
+	}
+	tll->cm_id = id;
+	lis->tpriv = tll;
+	err = rdma_listen(id, 128);
+	if (err) {
+		pr_warn("cannot listen on %pISpc (%d)\n", &lis->addr, err);
+		lis->tpriv = NULL;
+		goto out_destroy;
+	}
+	pr_info("listening on %pISpc\n", &lis->addr);
+	return 0;
+
+out_destroy:
+	rdma_destroy_id(id);
+out_free:
+	mutex_destroy(&tll->lock);
+	kfree(tll);
+	return err;
+}
+
+static void tern_rdma_stop_listen(struct tern_listener *lis)
+{
+	struct tern_rdma_listener *tll = lis->tpriv;
+	struct rdma_cm_id *id;
+
+	mutex_lock(&tll->lock);
+	id = tll->cm_id;
+	tll->cm_id = NULL;
+	mutex_unlock(&tll->lock);
+	/* Waits for connect request handlers of this listener. */
+	if (id)
+		rdma_destroy_id(id);
+	lis->tpriv = NULL;
+	mutex_destroy(&tll->lock);
+	kfree(tll);
+}
+
+static struct tern_transport_ops tern_rdma_ops = {
+	.name		= "rdma",
+	.owner		= THIS_MODULE,
+	.listen		= tern_rdma_listen,
+	.stop_listen	= tern_rdma_stop_listen,
+	.connect	= tern_rdma_connect,
+	.kick		= tern_rdma_kick,
+	.shutdown	= tern_rdma_shutdown,
+};
+
+static int __init tern_rdma_init(void)
+{
+	int err;
+
+	tern_rdma_wq = alloc_workqueue("tern_rdma", WQ_MEM_RECLAIM | WQ_HIGHPRI,
+				       0);
+	if (!tern_rdma_wq)
+		return -ENOMEM;
+	err = tern_transport_register(&tern_rdma_ops);
+	if (err)
+		destroy_workqueue(tern_rdma_wq);
+	return err;
+}
+
+static void __exit tern_rdma_exit(void)
+{
+	tern_transport_unregister(&tern_rdma_ops);
+	destroy_workqueue(tern_rdma_wq);
+}
+
+module_init(tern_rdma_init);
+module_exit(tern_rdma_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("tern messenger RDMA transport");
+MODULE_ALIAS("tern-transport-rdma");
