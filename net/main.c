@@ -11,6 +11,7 @@
 #include <linux/debugfs.h>
 #include <linux/kmod.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/seq_file.h>
 #include <linux/string.h>
 #include "tern_core.h"
@@ -25,7 +26,7 @@ struct dentry *tern_debugfs_root;
 static unsigned int inject_fail_every;
 module_param(inject_fail_every, uint, 0644);
 MODULE_PARM_DESC(inject_fail_every,
-		 "Fail one in N transport operations on live lanes (0 = off; testing only)");
+		 "Fail a transport operation on a live lane with a chance of one in N (0 = off; testing only)");
 
 unsigned int tern_handshake_timeout_ms = 10000;
 module_param_named(handshake_timeout_ms, tern_handshake_timeout_ms, uint, 0644);
@@ -40,35 +41,35 @@ MODULE_PARM_DESC(max_handshakes,
 static unsigned int inject_crc_every;
 module_param(inject_crc_every, uint, 0644);
 MODULE_PARM_DESC(inject_crc_every,
-		 "Treat one in N received data CRCs as wrong (0 = off; testing only)");
+		 "Treat a received data CRC as wrong with a chance of one in N (0 = off; testing only)");
 
-static atomic_t tern_inject_counter = ATOMIC_INIT(0);
-static atomic_t tern_inject_crc_counter = ATOMIC_INIT(0);
+/*
+ * Chance, not a counter: a deterministic "every Nth" can fall into step
+ * with a retry loop (the same resent reply hit on every attempt, seen in
+ * a test) and livelock the request it was meant to exercise.
+ */
+static bool tern_inject_one_in(unsigned int n)
+{
+	return n && get_random_u32_below(n) == 0;
+}
 
 /* Pretend a received data CRC did not match, to test recovery. */
 bool tern_inject_crc(void)
 {
-	unsigned int every = READ_ONCE(inject_crc_every);
-
-	if (likely(!every))
-		return false;
-	return (unsigned int)atomic_inc_return(&tern_inject_crc_counter) % every == 0;
+	return tern_inject_one_in(READ_ONCE(inject_crc_every));
 }
 
 /**
  * tern_inject_fault - decide whether to fail this transport operation
  *
- * Counts operations on live lanes and fires on every inject_fail_every'th,
- * so a test gets a deterministic failure rate from any transport.
+ * Fails an operation on a live lane with a chance of one in
+ * inject_fail_every, like Ceph's ms_inject_socket_failures, so a test
+ * gets that failure rate from any transport.
  * Return: true if the caller must fail this operation.
  */
 bool tern_inject_fault(void)
 {
-	unsigned int every = READ_ONCE(inject_fail_every);
-
-	if (likely(!every))
-		return false;
-	return (unsigned int)atomic_inc_return(&tern_inject_counter) % every == 0;
+	return tern_inject_one_in(READ_ONCE(inject_fail_every));
 }
 
 static struct tern_transport_ops *tern_transport_find(const char *name)

@@ -72,7 +72,7 @@ ktap_check "injected failures were counted and lanes reconnected" \
 
 crc_before=$(counter_sum crc_errors)
 echo 5 > "$PARAMS/inject_crc_every"
-ktap_check "the checks pass again with every 5th data CRC failing" \
+ktap_check "the checks pass again with 1 in 5 data CRCs failing" \
 	sh -c "echo 1 > $RERUN"
 echo 0 > "$PARAMS/inject_crc_every"
 crc_after=$(counter_sum crc_errors)
