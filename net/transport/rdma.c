@@ -62,6 +62,11 @@ module_param(connect_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(connect_timeout_ms,
 		 "Give up a connection attempt after this many ms in total (default 5000)");
 
+static unsigned int relisten_ms = 1000;
+module_param(relisten_ms, uint, 0644);
+MODULE_PARM_DESC(relisten_ms,
+		 "After a device removal, try to listen again every this many ms, at least 100 (default 1000)");
+
 static unsigned int buf_size = 16384;
 module_param(buf_size, uint, 0444);
 MODULE_PARM_DESC(buf_size,
@@ -159,8 +164,11 @@ struct tern_rdma_lane {
 struct tern_rdma_listener {
 	enum tern_rdma_ctx_kind	kind;
 	struct tern_listener	*lis;
-	struct mutex		lock;		/* cm_id ownership */
+	struct mutex		lock;		/* the two below */
 	struct rdma_cm_id	*cm_id;		/* NULL once rdma_cm took it */
+	bool			stopping;
+	/* listen again once the device comes back */
+	struct delayed_work	relisten;
 };
 
 static void tern_rdma_lane_fail(struct tern_rdma_lane *tl, int err)
@@ -998,6 +1006,11 @@ reject:
 	return 1;
 }
 
+static unsigned long tern_rdma_relisten_delay(void)
+{
+	return msecs_to_jiffies(max(READ_ONCE(relisten_ms), 100U));
+}
+
 static int tern_rdma_listener_event(struct tern_rdma_listener *tll,
 				    struct rdma_cm_id *id,
 				    struct rdma_cm_event *ev)
@@ -1010,15 +1023,21 @@ static int tern_rdma_listener_event(struct tern_rdma_listener *tll,
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		/*
 		 * The device cannot go while we hold the id: let rdma_cm
-		 * destroy it, unless stop_listen is already doing that.
+		 * destroy it, unless stop_listen is already doing that, and
+		 * try to listen again until the address has a device again
+		 * (soft-RoCE re-created, a NIC back), as nvmet-rdma does.
 		 */
 		mutex_lock(&tll->lock);
 		ours = tll->cm_id == id;
-		if (ours)
+		if (ours) {
 			tll->cm_id = NULL;
+			if (!tll->stopping)
+				queue_delayed_work(tern_rdma_wq, &tll->relisten,
+						   tern_rdma_relisten_delay());
+		}
 		mutex_unlock(&tll->lock);
 		if (ours)
-			pr_info("device removed: no longer listening on %pISpc\n",
+			pr_info("device removed: no longer listening on %pISpc, will retry\n",
 				&tll->lis->addr);
 		return ours;
 	default:
@@ -1065,12 +1084,71 @@ static void tern_rdma_shutdown(struct tern_lane *lane)
 	lane->tpriv = NULL;
 }
 
-static int tern_rdma_listen(struct tern_listener *lis)
+/* A bound, listening cm_id for @tll's address, or an ERR_PTR. */
+static struct rdma_cm_id *tern_rdma_listen_id(struct tern_rdma_listener *tll,
+					      bool quiet)
 {
-	struct tern_rdma_listener *tll;
+	const struct sockaddr_storage *where = &tll->lis->addr;
 	struct sockaddr_storage addr;
 	struct rdma_cm_id *id;
 	int err;
+
+	id = rdma_create_id(&init_net, tern_rdma_cm_handler, tll, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return id;
+	/* "[::]" means IPv6 only, as on TCP. */
+	if (where->ss_family == AF_INET6) {
+		err = rdma_set_afonly(id, 1);
+		if (err)
+			goto out_destroy;
+	}
+	memcpy(&addr, where, sizeof(addr));
+	err = rdma_bind_addr(id, (struct sockaddr *)&addr);
+	if (err) {
+		if (!quiet)
+			pr_warn("cannot bind %pISpc (%d)\n", where, err);
+		goto out_destroy;
+	}
+	err = rdma_listen(id, 128);
+	if (err) {
+		if (!quiet)
+			pr_warn("cannot listen on %pISpc (%d)\n", where, err);
+		goto out_destroy;
+	}
+	return id;
+
+out_destroy:
+	rdma_destroy_id(id);
+	return ERR_PTR(err);
+}
+
+static void tern_rdma_relisten(struct work_struct *work)
+{
+	struct tern_rdma_listener *tll = container_of(to_delayed_work(work),
+					struct tern_rdma_listener, relisten);
+	struct rdma_cm_id *id;
+
+	mutex_lock(&tll->lock);
+	if (tll->stopping || tll->cm_id) {
+		mutex_unlock(&tll->lock);
+		return;
+	}
+	id = tern_rdma_listen_id(tll, true);
+	if (IS_ERR(id)) {
+		queue_delayed_work(tern_rdma_wq, &tll->relisten,
+				   tern_rdma_relisten_delay());
+	} else {
+		tll->cm_id = id;
+		pr_info("listening again on %pISpc\n", &tll->lis->addr);
+	}
+	mutex_unlock(&tll->lock);
+}
+
+static int tern_rdma_listen(struct tern_listener *lis)
+{
+	struct tern_rdma_listener *tll;
+	struct rdma_cm_id *id;
 
 	tll = kzalloc(sizeof(*tll), GFP_KERNEL);
 	if (!tll)
@@ -1078,42 +1156,23 @@ static int tern_rdma_listen(struct tern_listener *lis)
 	tll->kind = TERN_RDMA_CTX_LISTENER;
 	tll->lis = lis;
 	mutex_init(&tll->lock);
+	INIT_DELAYED_WORK(&tll->relisten, tern_rdma_relisten);
 
-	id = rdma_create_id(&init_net, tern_rdma_cm_handler, tll, RDMA_PS_TCP,
-			    IB_QPT_RC);
-	if (IS_ERR(id)) {
-		err = PTR_ERR(id);
-		goto out_free;
-	}
-	/* "[::]" means IPv6 only, as on TCP. */
-	if (lis->addr.ss_family == AF_INET6) {
-		err = rdma_set_afonly(id, 1);
-		if (err)
-			goto out_destroy;
-	}
-	memcpy(&addr, &lis->addr, sizeof(addr));
-	err = rdma_bind_addr(id, (struct sockaddr *)&addr);
-	if (err) {
-		pr_warn("cannot bind %pISpc (%d)\n", &lis->addr, err);
-		goto out_destroy;
-	}
-	tll->cm_id = id;
+	/* Connect requests may arrive before this returns: publish first. */
 	lis->tpriv = tll;
-	err = rdma_listen(id, 128);
-	if (err) {
-		pr_warn("cannot listen on %pISpc (%d)\n", &lis->addr, err);
+	mutex_lock(&tll->lock);
+	id = tern_rdma_listen_id(tll, false);
+	if (!IS_ERR(id))
+		tll->cm_id = id;
+	mutex_unlock(&tll->lock);
+	if (IS_ERR(id)) {
 		lis->tpriv = NULL;
-		goto out_destroy;
+		mutex_destroy(&tll->lock);
+		kfree(tll);
+		return PTR_ERR(id);
 	}
 	pr_info("listening on %pISpc\n", &lis->addr);
 	return 0;
-
-out_destroy:
-	rdma_destroy_id(id);
-out_free:
-	mutex_destroy(&tll->lock);
-	kfree(tll);
-	return err;
 }
 
 static void tern_rdma_stop_listen(struct tern_listener *lis)
@@ -1122,9 +1181,11 @@ static void tern_rdma_stop_listen(struct tern_listener *lis)
 	struct rdma_cm_id *id;
 
 	mutex_lock(&tll->lock);
+	tll->stopping = true;
 	id = tll->cm_id;
 	tll->cm_id = NULL;
 	mutex_unlock(&tll->lock);
+	cancel_delayed_work_sync(&tll->relisten);
 	/* Waits for connect request handlers of this listener. */
 	if (id)
 		rdma_destroy_id(id);

@@ -12,9 +12,11 @@
 # transport:
 #   TERN_SCHEME   URI scheme (default: $TRANSPORT)
 #   TERN_HOST4    IPv4 host (tcp: 127.0.0.1, rdma: $TERN_RDMA_ADDR0)
-#   TERN_HOST6    IPv6 host in brackets (tcp: [::1], rdma: none, skipped)
+#   TERN_HOST6    IPv6 host in brackets (tcp: [::1], rdma: [$TERN_RDMA_ADDR6_0])
 #   TERN_BENCH_PORT  echo port (default 7500)
 #   TERNADM       the ternadm binary (default: the one built in the tree)
+#   FAULT_EVERY   1-in-N transport failures of the fault run (default 100)
+#   FAULT_SECONDS length of the fault run (default 60)
 
 . "$(dirname "$0")/ktap.sh"
 
@@ -24,7 +26,7 @@ SCHEME=${TERN_SCHEME:-$TRANSPORT}
 case "$TRANSPORT" in
 rdma)
 	HOST4=${TERN_HOST4:-${TERN_RDMA_ADDR0:-}}
-	HOST6=${TERN_HOST6:-}
+	HOST6=${TERN_HOST6:-${TERN_RDMA_ADDR6_0:+[$TERN_RDMA_ADDR6_0]}}
 	;;
 *)
 	HOST4=${TERN_HOST4:-127.0.0.1}
@@ -320,7 +322,7 @@ total_of() {	# a counter of every lane since tern loaded
 faults() {
 	local out rc r0 r1 i0 i1 s0 s1
 	r0=$(total_of reconnects) i0=$(total_of injected) s0=$(total_of resends)
-	echo 100 > /sys/module/tern/parameters/inject_fail_every
+	echo "${FAULT_EVERY:-100}" > /sys/module/tern/parameters/inject_fail_every
 	out=$(bench run "$URI4" --json --time "${FAULT_SECONDS:-60}" --lanes 2 \
 		--depth 16 --size 4k --dir both --verify)
 	rc=$?
@@ -404,7 +406,7 @@ check "a run interrupted by a signal ends cleanly; rmmod refused meanwhile" \
 	interrupt
 check "echo counters: no verify errors, no errors, no duplicates" \
 	echo_clean
-check "1 in 100 transport operations failing for ${FAULT_SECONDS:-60}s: all requests complete once, verified, lanes reconnected" \
+check "1 in ${FAULT_EVERY:-100} transport operations failing for ${FAULT_SECONDS:-60}s: all requests complete once, verified, lanes reconnected" \
 	faults
 check "bench stop closes every listener and session" stop_all
 check "rmmod tern_bench tern_$TRANSPORT tern" unload
