@@ -28,6 +28,16 @@ static unsigned int port = 7447;
 module_param(port, uint, 0444);
 MODULE_PARM_DESC(port, "TCP port of the echo responder (default 7447)");
 
+static unsigned int wait_secs = 120;
+module_param(wait_secs, uint, 0644);
+MODULE_PARM_DESC(wait_secs,
+		 "A request not completed after this many seconds fails its check (default 120)");
+
+static unsigned long tt_wait_jiffies(void)
+{
+	return msecs_to_jiffies(max(READ_ONCE(wait_secs), 1U) * 1000);
+}
+
 static unsigned int burst = 256;
 module_param(burst, uint, 0644);
 MODULE_PARM_DESC(burst, "Requests in the concurrent burst test (default 256)");
@@ -332,6 +342,24 @@ static void tt_req_done(struct tern_request *req)
 	complete(&r->done);
 }
 
+/*
+ * Wait for @r, at most @tmo jiffies: a messenger bug must fail the check,
+ * not hang the test. The wait is killable, so waits longer than the
+ * guest's hung-task timeout are not reported as hangs.
+ * Return: 0 when it completed in time, -ETIMEDOUT when it had to be
+ * cancelled.
+ */
+static int tt_req_wait(struct tt_req *r, unsigned long tmo, const char *what)
+{
+	if (wait_for_completion_killable_timeout(&r->done, tmo) > 0)
+		return 0;
+	pr_err("%s: no completion after %u ms, cancelling\n", what,
+	       jiffies_to_msecs(tmo));
+	tern_cancel(&r->req);
+	wait_for_completion(&r->done);
+	return -ETIMEDOUT;
+}
+
 static void tt_req_prep(struct tt_req *r, enum tt_op op, u32 len, u32 seed,
 			u32 split)
 {
@@ -410,8 +438,7 @@ static int tt_one(struct tern_session *sess, enum tt_op op, u32 len,
 		pr_err("%s: tern_send: %d\n", what, err);
 		goto out;
 	}
-	wait_for_completion(&r->done);
-	err = tt_req_check(r, what);
+	err = tt_req_wait(r, tt_wait_jiffies(), what) ?: tt_req_check(r, what);
 out:
 	tt_buf_free(&r->buf);
 	kfree(r);
@@ -479,9 +506,10 @@ static int tt_burst(struct tern_session *sess, const char *name)
 	}
 	n = i;
 	for (i = 0; i < n; i++) {
-		wait_for_completion(&rs[i].done);
+		int werr = tt_req_wait(&rs[i], tt_wait_jiffies(), "burst");
+
 		if (!err)
-			err = tt_req_check(&rs[i], "burst");
+			err = werr ?: tt_req_check(&rs[i], "burst");
 		tt_buf_free(&rs[i].buf);
 	}
 	kvfree(rs);
@@ -534,7 +562,8 @@ static int tt_threads(struct tern_session *sess, const char *name)
 		n++;
 	}
 	for (i = 0; i < n; i++) {
-		wait_for_completion(&t[i].exited);
+		/* bounded: every request of the thread is (tt_req_wait) */
+		wait_for_completion_state(&t[i].exited, TASK_IDLE);
 		err = err ?: t[i].err;
 	}
 	pr_info("%s: %u threads %s\n", name, n, err ? "FAILED" : "ok");
@@ -631,15 +660,9 @@ static int tt_ping_status(struct tern_session *sess, unsigned long tmo)
 	tt_req_prep(r, TT_OP_PING, 0, 1, 0);
 	err = tern_send(sess, &r->req, TERN_SEND_NOWAIT);
 	if (!err) {
-		if (!wait_for_completion_timeout(&r->done, tmo)) {
-			/* Must not happen: the loss timeout bounds it. */
-			pr_err("ping did not complete in time\n");
-			tern_cancel(&r->req);
-			wait_for_completion(&r->done);
-			err = -EIO;
-		} else {
-			err = r->req.status ?: r->req.reply_status;
-		}
+		/* A timeout must not happen: the loss timeout bounds it. */
+		err = tt_req_wait(r, tmo, "ping") ? -EIO :
+			r->req.status ?: r->req.reply_status;
 	}
 	kfree(r);
 	return err;
@@ -769,8 +792,9 @@ static int tt_keepalive(void)
 	tt_req_prep(r, TT_OP_STALL, 0, 5, 0);
 	r->front.len = cpu_to_le32(2500);	/* ms */
 	err = tern_send(sess, &r->req, 0);
+	if (!err)
+		err = tt_req_wait(r, tt_wait_jiffies(), "keepalive");
 	if (!err) {
-		wait_for_completion(&r->done);
 		if (r->req.status || r->req.reply_status || !r->req.resends) {
 			pr_err("keepalive: status %d/%d resends %u\n",
 			       r->req.status, r->req.reply_status,
