@@ -5,13 +5,14 @@
 # depth 50 with 4K and 64K payloads, CRC off and on, 1, 2 and 4 sessions,
 # over every transport that is built. Rounds repeat the whole matrix, so
 # configurations alternate instead of running back to back. Prints one
-# JSON object per run, prefixed with "BENCH ".
+# JSON object per run, prefixed with "BENCH ". BENCH_ROUNDS [3] and
+# BENCH_RUNTIME [5] (seconds per run) size it.
 set -euo pipefail
 
 src=${TERN_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 ternadm=$src/tools/ternadm/ternadm
 rounds=${BENCH_ROUNDS:-3}
-seconds=${BENCH_SECONDS:-5}
+seconds=${BENCH_SECONDS:-${BENCH_RUNTIME:-5}}
 
 modprobe tern_tcp
 modprobe tern_bench

@@ -1,0 +1,309 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The block matrix of `make bench`, inside the guest (tools/testing/vm/run
+# --rdma --no-debug): one memory-backed null_blk device exported at once
+# by tern_target (TCP and RDMA ports) and by nvmet (TCP, RDMA and loop
+# ports), mapped back over each, and fio run against every device, the
+# local null_blk included as the ceiling. Rounds repeat the whole matrix
+# and the device order rotates from round to round, so devices alternate
+# instead of running back to back. Prints one JSON object per device
+# ("BLK-DEV ") and per fio run ("BLK-RAW ").
+#
+# Environment (defaults in brackets):
+#   BENCH_ROUNDS [3]        repetitions of the matrix
+#   BENCH_RUNTIME [5]       measured seconds per fio run
+#   BENCH_RAMP [1]          fio ramp_time seconds before the measurement
+#   BENCH_QUEUES [CPUs]     tern lanes = nvme nr_io_queues = null_blk queues
+#   BENCH_QUEUE_DEPTH [128] requests per hardware queue, every device
+#   BENCH_GB [1]            size of the null_blk device, GiB
+#   BENCH_DEVICES           subset, e.g. "tern-tcp nvme-tcp" [all six]
+#   BENCH_WORKLOADS         subset of workload names [all seven]
+set -euo pipefail
+
+src=${TERN_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+ternadm=$src/tools/ternadm/ternadm
+rounds=${BENCH_ROUNDS:-3}
+runtime=${BENCH_RUNTIME:-5}
+ramp=${BENCH_RAMP:-1}
+ncpu=$(nproc)
+queues=${BENCH_QUEUES:-$ncpu}
+qdepth=${BENCH_QUEUE_DEPTH:-128}
+gb=${BENCH_GB:-1}
+nqn=nqn.2014-08.org.tern:bench
+hostid=7e2b5a6c-0b1e-4c55-9d2e-6f1d3c0a7b41
+hostnqn=nqn.2014-08.org.nvmexpress:uuid:$hostid
+nvmet=/sys/kernel/config/nvmet
+tern_port=7447
+nvme_port=4420
+tmp=$(mktemp -d /tmp/tern-blk.XXXXXX)
+
+# name rw bs iodepth numjobs
+workloads=(
+	"4k-randread-qd32-j1 randread 4k 32 1"
+	"4k-randread-qd32-j2 randread 4k 32 2"
+	"4k-randwrite-qd32-j1 randwrite 4k 32 1"
+	"4k-randwrite-qd32-j2 randwrite 4k 32 2"
+	"4k-randread-qd1-j1 randread 4k 1 1"
+	"256k-randread-qd16-j1 randread 256k 16 1"
+	"256k-randwrite-qd16-j1 randwrite 256k 16 1"
+)
+all_devices=(tern-tcp nvme-tcp tern-rdma nvme-rdma nvme-loop local)
+read -r -a devices <<< "${BENCH_DEVICES:-${all_devices[*]}}"
+declare -A path
+nvme_ctrls=()
+tern_devs=()
+
+log() {
+	echo "blk-matrix: $*" >&2
+}
+
+die() {
+	log "$*"
+	exit 1
+}
+
+wanted() {
+	local d
+	for d in "${devices[@]}"; do
+		[ "$d" = "$1" ] && return 0
+	done
+	return 1
+}
+
+rdma_addr() {
+	[ -n "${TERN_RDMA_ADDR0:-}" ] || die "no TERN_RDMA_ADDR0: run the guest with --rdma"
+	echo "$TERN_RDMA_ADDR0"
+}
+
+cleanup() {
+	local c p
+	set +e
+	for p in "${tern_devs[@]}"; do
+		"$ternadm" unmap "$p"
+	done
+	for c in "${nvme_ctrls[@]}"; do
+		echo 1 > "/sys/class/nvme/$c/delete_controller"
+	done
+	if [ -d "$nvmet/subsystems/$nqn" ]; then
+		for p in "$nvmet"/ports/*; do
+			rm -f "$p/subsystems/$nqn"
+			rmdir "$p"
+		done
+		echo 0 > "$nvmet/subsystems/$nqn/namespaces/1/enable"
+		rmdir "$nvmet/subsystems/$nqn/namespaces/1" "$nvmet/subsystems/$nqn"
+	fi
+	for p in tcp rdma; do
+		"$ternadm" target unlink "bench-$p" bench 2>/dev/null
+		"$ternadm" target port del "bench-$p" 2>/dev/null
+	done
+	"$ternadm" target export del bench 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# The backend: null_blk in memory, completing in the submitter's context,
+# one queue per CPU, written once in full so that reads find data, not
+# holes, and writes replace pages instead of allocating them.
+setup_backend() {
+	modprobe null_blk nr_devices=1 queue_mode=2 memory_backed=1 gb="$gb" \
+		bs=4096 irqmode=0 blocking=0 submit_queues="$queues" \
+		poll_queues=0 hw_queue_depth="$qdepth" max_sectors=2048
+	[ -b /dev/nullb0 ] || die "no /dev/nullb0"
+	dd if=/dev/zero of=/dev/nullb0 bs=1M count=$((gb * 1024)) oflag=direct \
+		status=none
+	path[local]=/dev/nullb0
+}
+
+tern_map() {
+	local t=$1 addr=$2 dev
+	"$ternadm" target port add "bench-$t" "$t://$addr:$tern_port"
+	"$ternadm" target link "bench-$t" bench
+	dev=$("$ternadm" map "$t://$addr:$tern_port/bench" --lanes "$queues" \
+	      --queue-depth "$qdepth")
+	tern_devs+=("$dev")
+	path[tern-$t]=$dev
+}
+
+setup_tern() {
+	modprobe tern_tcp
+	modprobe tern_target
+	modprobe tern_blk
+	"$ternadm" target export add bench /dev/nullb0
+	if wanted tern-tcp; then
+		tern_map tcp 127.0.0.1
+	fi
+	if wanted tern-rdma; then
+		modprobe tern_rdma
+		tern_map rdma "$(rdma_addr)"
+	fi
+}
+
+nvmet_port() {
+	local trtype=$2 addr=${3:-} p=$nvmet/ports/$1
+	mkdir "$p"
+	echo "$trtype" > "$p/addr_trtype"
+	if [ -n "$addr" ]; then
+		echo ipv4 > "$p/addr_adrfam"
+		echo "$addr" > "$p/addr_traddr"
+		echo "$nvme_port" > "$p/addr_trsvcid"
+	fi
+	ln -s "$nvmet/subsystems/$nqn" "$p/subsystems/$nqn"
+}
+
+# Connect through /dev/nvme-fabrics with an explicit option string (one
+# write, as the kernel wants it); the reply names the controller.
+nvme_connect() {
+	local name=$1 opts=$2 reply ctrl ns='' f i
+	reply=$(python3 -c '
+import os, sys
+fd = os.open("/dev/nvme-fabrics", os.O_RDWR)
+os.write(fd, sys.argv[1].encode())
+print(os.read(fd, 4096).decode().strip())
+os.close(fd)' "$opts") || die "$name: connect failed: $opts"
+	ctrl=nvme$(echo "$reply" | sed -n 's/.*instance=\([0-9]*\).*/\1/p')
+	[ "$ctrl" != nvme ] || die "$name: no instance in '$reply'"
+	nvme_ctrls+=("$ctrl")
+	# Namespaces are scanned after the connect returns.
+	for i in $(seq 100); do
+		for f in "/sys/class/nvme/$ctrl/${ctrl}"n*; do
+			[ -b "/dev/${f##*/}" ] && ns=${f##*/} && break 2
+		done
+		sleep 0.1
+	done
+	[ -n "$ns" ] || die "$name: $ctrl has no namespace"
+	path[$name]=/dev/$ns
+}
+
+setup_nvme() {
+	local common
+
+	# One block device per controller: no native multipath.
+	modprobe nvme_core multipath=N
+	[ "$(cat /sys/module/nvme_core/parameters/multipath)" = N ] ||
+		die "nvme_core was loaded with multipath on"
+	modprobe nvmet
+	modprobe nvme_fabrics
+	mkdir "$nvmet/subsystems/$nqn"
+	echo 1 > "$nvmet/subsystems/$nqn/attr_allow_any_host"
+	mkdir "$nvmet/subsystems/$nqn/namespaces/1"
+	echo -n /dev/nullb0 > "$nvmet/subsystems/$nqn/namespaces/1/device_path"
+	echo 1 > "$nvmet/subsystems/$nqn/namespaces/1/enable"
+
+	common="nqn=$nqn,hostnqn=$hostnqn,hostid=$hostid,nr_io_queues=$queues,queue_size=$qdepth"
+	if wanted nvme-tcp; then
+		modprobe nvmet_tcp
+		modprobe nvme_tcp
+		nvmet_port 1 tcp 127.0.0.1
+		nvme_connect nvme-tcp "transport=tcp,traddr=127.0.0.1,trsvcid=$nvme_port,$common"
+	fi
+	if wanted nvme-rdma; then
+		modprobe nvmet_rdma
+		modprobe nvme_rdma
+		nvmet_port 2 rdma "$(rdma_addr)"
+		nvme_connect nvme-rdma "transport=rdma,traddr=$(rdma_addr),trsvcid=$nvme_port,$common"
+	fi
+	if wanted nvme-loop; then
+		modprobe nvme_loop
+		nvmet_port 3 loop
+		nvme_connect nvme-loop "transport=loop,$common"
+	fi
+}
+
+# Every device gets the same block-layer settings: no I/O scheduler.
+describe() {
+	local name=$1 dev=${path[$1]##*/} q=/sys/block/${path[$1]##*/} hwq
+	echo none > "$q/queue/scheduler"
+	hwq=("$q"/mq/*)
+	printf 'BLK-DEV {"device":"%s","path":"%s","hw_queues":%d,"nr_tags":%d,' \
+		"$name" "/dev/$dev" "${#hwq[@]}" "$(cat "$q/mq/0/nr_tags")"
+	printf '"nr_requests":%d,"max_sectors_kb":%d,"max_hw_sectors_kb":%d,' \
+		"$(cat "$q/queue/nr_requests")" "$(cat "$q/queue/max_sectors_kb")" \
+		"$(cat "$q/queue/max_hw_sectors_kb")"
+	printf '"scheduler":"%s","cpus":%d}\n' \
+		"$(sed 's/.*\[\(.*\)\].*/\1/' "$q/queue/scheduler")" "$ncpu"
+}
+
+# Sleep without forking a process: read on a pipe nobody writes.
+exec {nap_fd}<> <(:)
+nap() {
+	read -r -t "$1" -u "$nap_fd" _ || true
+}
+
+# While fio runs, in the background: every quarter second, one
+# "[uptime,busy-jiffies,ios]," line: the guest's busy CPU time (user, nice,
+# system, irq, softirq, steal; /proc/stat counts in USER_HZ) and the I/Os
+# the device completed (/sys/block/DEV/stat), read with shell builtins
+# only so that sampling costs next to nothing. report.py takes the CPU
+# window out of this timeline.
+sampler() {
+	local st=/sys/block/$1/stat user nice sys irq sirq steal up rest io
+	while :; do
+		# cpu user nice system idle iowait irq softirq steal ...
+		read -r _ user nice sys _ _ irq sirq steal rest < /proc/stat
+		read -r -a io < "$st"
+		read -r up rest < /proc/uptime
+		echo "[$up,$((user + nice + sys + irq + sirq + steal)),$((io[0] + io[4]))],"
+		nap 0.25
+	done
+}
+
+# One fio run, printed raw on one line: which run, fio's exit status, the
+# CPU timeline and fio's JSON report. report.py makes the sample of it.
+run_one() {
+	local round=$1 dev=$2 wl=$3 name rw bs qd jobs spid rc=0 fio tl
+	read -r name rw bs qd jobs <<< "$wl"
+	rm -f "$tmp/fio.json"
+	sampler "${path[$dev]##*/}" > "$tmp/timeline" &
+	spid=$!
+	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
+		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--numjobs="$jobs" --group_reporting --time_based \
+		--runtime="$runtime" --ramp_time="$ramp" --norandommap \
+		--randrepeat=0 --lat_percentiles=1 --output-format=json \
+		--output="$tmp/fio.json" > "$tmp/fio.err" 2>&1 || rc=$?
+	kill "$spid"
+	wait "$spid" 2>/dev/null || true
+	fio=$(tr -d '\n\t' < "$tmp/fio.json" 2>/dev/null)
+	[ -n "$fio" ] || fio=null
+	tl=$(tr -d '\n' < "$tmp/timeline")
+	printf 'BLK-RAW {"round":%d,"device":"%s","workload":"%s","rw":"%s",' \
+		"$round" "$dev" "$name" "$rw"
+	printf '"bs":"%s","iodepth":%d,"numjobs":%d,"cpus":%d,"ramp_s":%s,' \
+		"$bs" "$qd" "$jobs" "$ncpu" "$ramp"
+	printf '"fio_rc":%d,"timeline":[%s],"fio":%s}\n' "$rc" "${tl%,}" "$fio"
+	if [ "$rc" != 0 ]; then
+		log "$dev $name: fio exit $rc"
+		cat "$tmp/fio.err" >&2
+		return 1
+	fi
+}
+
+setup_backend
+setup_tern
+setup_nvme
+for d in "${devices[@]}"; do
+	[ -n "${path[$d]:-}" ] || die "unknown or missing device $d"
+	describe "$d"
+done
+if [ -n "${BENCH_WORKLOADS:-}" ]; then
+	sel=()
+	for wl in "${workloads[@]}"; do
+		case " $BENCH_WORKLOADS " in
+		*" ${wl%% *} "*) sel+=("$wl") ;;
+		esac
+	done
+	workloads=("${sel[@]}")
+fi
+
+failed=0
+n=${#devices[@]}
+for round in $(seq "$rounds"); do
+	for wl in "${workloads[@]}"; do
+		for i in $(seq 0 $((n - 1))); do
+			d=${devices[$(((i + round - 1) % n))]}
+			run_one "$round" "$d" "$wl" || failed=1
+		done
+	done
+done
+exit "$failed"
