@@ -220,78 +220,28 @@ static struct tern_blk_dev *to_tern_blk(struct device *d)
 	return dev_to_disk(d)->private_data;
 }
 
-static ssize_t transport_show(struct device *d,
-			      struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%s\n", to_tern_blk(d)->opts.transport);
-}
-static DEVICE_ATTR_RO(transport);
+/* A read-only attribute NAME showing EXPR of the device @dev. */
+#define TERN_BLK_ATTR_RO(name, fmt, expr)				\
+static ssize_t name##_show(struct device *d,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	const struct tern_blk_dev *dev = to_tern_blk(d);		\
+									\
+	return sysfs_emit(buf, fmt "\n", expr);				\
+}									\
+static DEVICE_ATTR_RO(name)
 
-static ssize_t address_show(struct device *d, struct device_attribute *attr,
-			    char *buf)
-{
-	return sysfs_emit(buf, "%s\n", to_tern_blk(d)->opts.address);
-}
-static DEVICE_ATTR_RO(address);
+TERN_BLK_ATTR_RO(transport, "%s", dev->opts.transport);
+TERN_BLK_ATTR_RO(address, "%s", dev->opts.address);
+TERN_BLK_ATTR_RO(export, "%s", dev->opts.export);
+TERN_BLK_ATTR_RO(host, "%s", dev->opts.host);
+TERN_BLK_ATTR_RO(service, "%u", dev->opts.service);
+TERN_BLK_ATTR_RO(lanes, "%u", dev->si.nr_lanes);
+TERN_BLK_ATTR_RO(queue_depth, "%u", dev->si.queue_depth);
+TERN_BLK_ATTR_RO(max_data, "%u", dev->si.max_data);
 
-static ssize_t export_show(struct device *d, struct device_attribute *attr,
-			   char *buf)
-{
-	return sysfs_emit(buf, "%s\n", to_tern_blk(d)->opts.export);
-}
-static DEVICE_ATTR_RO(export);
-
-static ssize_t host_show(struct device *d, struct device_attribute *attr,
-			 char *buf)
-{
-	return sysfs_emit(buf, "%s\n", to_tern_blk(d)->opts.host);
-}
-static DEVICE_ATTR_RO(host);
-
-static ssize_t service_show(struct device *d, struct device_attribute *attr,
-			    char *buf)
-{
-	return sysfs_emit(buf, "%u\n", to_tern_blk(d)->opts.service);
-}
-static DEVICE_ATTR_RO(service);
-
-static ssize_t lanes_show(struct device *d, struct device_attribute *attr,
-			  char *buf)
-{
-	return sysfs_emit(buf, "%u\n", to_tern_blk(d)->si.nr_lanes);
-}
-static DEVICE_ATTR_RO(lanes);
-
-static ssize_t queue_depth_show(struct device *d,
-				struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", to_tern_blk(d)->si.queue_depth);
-}
-static DEVICE_ATTR_RO(queue_depth);
-
-static ssize_t max_data_show(struct device *d, struct device_attribute *attr,
-			     char *buf)
-{
-	return sysfs_emit(buf, "%u\n", to_tern_blk(d)->si.max_data);
-}
-static DEVICE_ATTR_RO(max_data);
-
-static ssize_t crc_show(struct device *d, struct device_attribute *attr,
-			char *buf)
-{
-	return sysfs_emit(buf, "%d\n",
-			  !!(to_tern_blk(d)->si.features & TERN_FEAT_DATA_CRC));
-}
-static DEVICE_ATTR_RO(crc);
-
-static ssize_t state_show(struct device *d, struct device_attribute *attr,
-			  char *buf)
-{
-	int state = atomic_read(&to_tern_blk(d)->state);
-
-	return sysfs_emit(buf, "%s\n", tern_blk_state_names[state]);
-}
-static DEVICE_ATTR_RO(state);
+TERN_BLK_ATTR_RO(crc, "%d", !!(dev->si.features & TERN_FEAT_DATA_CRC));
+TERN_BLK_ATTR_RO(state, "%s", tern_blk_state_names[atomic_read(&dev->state)]);
 
 static int tern_blk_rescan(struct tern_blk_dev *dev);
 

@@ -68,20 +68,24 @@ static inline u64 tb_word(u64 mix, u64 idx)
 	return mix ^ ((idx + 1) * TB_MIX2);
 }
 
+/* Fill or check the one pattern byte at @p, byte @pos of the pattern. */
+static bool tb_pattern_byte(u8 *p, u64 pos, u64 mix, bool check)
+{
+	u8 c = tb_word(mix, pos >> 3) >> ((pos & 7) * 8);
+
+	if (check)
+		return *p == c;
+	*p = c;
+	return true;
+}
+
 /* Fill or check @n bytes at @p, which hold pattern bytes from @pos on. */
 static bool tb_pattern_range(u8 *p, u32 n, u64 pos, u64 mix, bool check)
 {
-	while (n && (pos & 7)) {
-		u8 c = tb_word(mix, pos >> 3) >> ((pos & 7) * 8);
-
-		if (!check)
-			*p = c;
-		else if (*p != c)
+	/* bytewise up to a word boundary of the pattern, then words */
+	for (; n && (pos & 7); p++, pos++, n--)
+		if (!tb_pattern_byte(p, pos, mix, check))
 			return false;
-		p++;
-		pos++;
-		n--;
-	}
 	while (n >= 8) {
 		u64 w = tb_word(mix, pos >> 3);
 
@@ -93,17 +97,9 @@ static bool tb_pattern_range(u8 *p, u32 n, u64 pos, u64 mix, bool check)
 		pos += 8;
 		n -= 8;
 	}
-	while (n) {
-		u8 c = tb_word(mix, pos >> 3) >> ((pos & 7) * 8);
-
-		if (!check)
-			*p = c;
-		else if (*p != c)
+	for (; n; p++, pos++, n--)
+		if (!tb_pattern_byte(p, pos, mix, check))
 			return false;
-		p++;
-		pos++;
-		n--;
-	}
 	return true;
 }
 

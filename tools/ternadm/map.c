@@ -26,7 +26,7 @@ static const char *const map_help[] = {
 	"(tcp://[::1]:7447/vol0); PORT defaults to 7447.",
 	"",
 	"options:",
-	"  --lanes N          connections, one blk-mq queue each, 1..64 (default 1)",
+	"  --lanes N          connections, one blk-mq queue each, 1..64 (default: one per CPU)",
 	"  --queue-depth D    requests in flight, 1..4096 (default 128)",
 	"  --crc              crc32c over every message's front and data",
 	"  --read-only        map read-only even if the export is writable",

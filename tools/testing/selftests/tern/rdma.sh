@@ -162,9 +162,11 @@ both_transports() {
 	local r t rc=0 pr pt
 	r=$(blk_map "transport=rdma,address=$ADDR0,service=$BLK_PORT,export=rvol0,lanes=2,queue_depth=32") ||
 		return 1
-	t=$(blk_map "transport=tcp,address=127.0.0.1,service=$BLK_PORT,export=rvol0,lanes=2,queue_depth=32") ||
+	# no lanes= here: the default is a lane per online CPU
+	t=$(blk_map "transport=tcp,address=127.0.0.1,service=$BLK_PORT,export=rvol0,queue_depth=32") ||
 		{ blk_unmap "$r"; return 1; }
-	echo "rdma: $r ($(cat /sys/block/$r/tern/transport)), tcp: $t ($(cat /sys/block/$t/tern/transport))"
+	echo "rdma: $r ($(cat /sys/block/$r/tern/transport)), tcp: $t ($(cat /sys/block/$t/tern/transport), $(cat /sys/block/$t/tern/lanes) lanes)"
+	[ "$(cat /sys/block/$t/tern/lanes)" = "$(nproc)" ] || rc=1
 	fio_half "$r" 0 & pr=$!
 	fio_half "$t" 1 & pt=$!
 	wait $pr || { echo "fio over rdma failed"; rc=1; }
