@@ -124,12 +124,23 @@ static u32 tern_crc(const void *buf, size_t len)
 	return ~crc32c(~0U, buf, len);
 }
 
+void tern_wire_hdr_seal(struct tern_wire_hdr *hdr)
+{
+	hdr->hdr_crc = cpu_to_le32(tern_crc(hdr, offsetof(struct tern_wire_hdr,
+							  hdr_crc)));
+}
+EXPORT_SYMBOL_GPL(tern_wire_hdr_seal);
+
 void tern_frame_seal(struct tern_frame *f)
 {
-	f->hdr.hdr_crc = cpu_to_le32(tern_crc(&f->hdr,
-					      offsetof(struct tern_wire_hdr,
-						       hdr_crc)));
+	tern_wire_hdr_seal(&f->hdr);
 }
+
+bool tern_lane_remote_data(struct tern_lane *lane)
+{
+	return READ_ONCE(to_core_lane(lane)->remote_data);
+}
+EXPORT_SYMBOL_GPL(tern_lane_remote_data);
 
 typedef void (*tern_chunk_fn)(void *addr, size_t len, void *arg);
 
@@ -363,7 +374,9 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 	bool close = false;
 
 	spin_lock_bh(&cl->tx_lock);
-	cl->tx_cur = NULL;
+	/* A transport holding frames may finish them out of order. */
+	if (cl->tx_cur == frame)
+		cl->tx_cur = NULL;
 	if (frame == &cl->ping_frame)
 		cl->ping_queued = false;
 	else if (frame == &cl->pong_frame)
@@ -479,7 +492,8 @@ static bool tern_rx_reserved_set(const struct tern_wire_hdr *hdr)
 	case TERN_WIRE_REQUEST:
 		return hdr->status;
 	case TERN_WIRE_REPLY:
-		return hdr->buf_len;
+		return hdr->buf_len &&
+		       !(le16_to_cpu(hdr->flags) & TERN_WIRE_F_REMOTE);
 	default:
 		return hdr->tid || hdr->buf_len || hdr->status ||
 		       hdr->data_crc || hdr->flags;

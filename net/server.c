@@ -43,6 +43,7 @@ static void tern_srv_req_free(struct tern_srv_req *sreq)
 		if (sreq->core_bvec[i].bv_page)
 			__free_page(sreq->core_bvec[i].bv_page);
 	kfree(sreq->core_bvec);
+	kfree(sreq->rdesc);
 	kfree(sreq->front_buf);
 	kfree(sreq->reply_front_buf);
 	if (sreq->lane)
@@ -136,6 +137,8 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 	v.max_front = min_t(u32, le32_to_cpu(h->max_front),
 			    TERN_WIRE_MAX_FRONT);
 	v.features = le32_to_cpu(h->features) & TERN_FEAT_ALL;
+	if (!cl->pub.tops->pull)
+		v.features &= ~TERN_FEAT_REMOTE_DATA;
 
 	if (!want_lanes || want_lanes > TERN_WIRE_MAX_LANES ||
 	    lane_idx >= v.nr_lanes || !v.queue_depth ||
@@ -188,6 +191,7 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 	cl->max_front = v.max_front;
 	cl->max_data = v.max_data;
 	cl->data_crc = v.features & TERN_FEAT_DATA_CRC;
+	WRITE_ONCE(cl->remote_data, v.features & TERN_FEAT_REMOTE_DATA);
 	cl->ka_interval_ms = ka_ms;
 	cl->ka_timeout_ms = 3 * ka_ms;
 
@@ -247,13 +251,24 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 	u32 buf_len = le32_to_cpu(rx->hdr.buf_len);
 	u16 dir = flags & (TERN_WIRE_F_DATA_TO_RESPONDER |
 			   TERN_WIRE_F_DATA_FROM_RESPONDER);
+	bool remote = flags & TERN_WIRE_F_REMOTE;
 	struct tern_srv_req *sreq;
 	bool over;
 
-	if ((dir == TERN_WIRE_F_DATA_TO_RESPONDER &&
-	     (!buf_len || rx->data_len != buf_len)) ||
-	    (dir == TERN_WIRE_F_DATA_FROM_RESPONDER &&
-	     (!buf_len || rx->data_len)) ||
+	if (remote) {
+		/* descriptors instead of data, see tern_wire.h */
+		if (!cl->remote_data || !dir || !buf_len || !rx->data_len ||
+		    rx->data_len % sizeof(struct tern_wire_rdesc) ||
+		    rx->data_len > TERN_WIRE_MAX_RDESC *
+				   sizeof(struct tern_wire_rdesc)) {
+			tern_lane_proto_err(cl, "bad remote data request: dir 0x%x data %u buf %u",
+					    dir, rx->data_len, buf_len);
+			return -EPROTO;
+		}
+	} else if ((dir == TERN_WIRE_F_DATA_TO_RESPONDER &&
+		    (!buf_len || rx->data_len != buf_len)) ||
+		   (dir == TERN_WIRE_F_DATA_FROM_RESPONDER &&
+		    (!buf_len || rx->data_len)) ||
 	    (!dir && (buf_len || rx->data_len)) ||
 	    dir == (TERN_WIRE_F_DATA_TO_RESPONDER |
 		    TERN_WIRE_F_DATA_FROM_RESPONDER)) {
@@ -285,6 +300,14 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 			sreq = NULL;
 		}
 	}
+	if (sreq && remote) {
+		sreq->rdesc = kmalloc(rx->data_len, GFP_NOIO);
+		if (!sreq->rdesc) {
+			kfree(sreq->front_buf);
+			kfree(sreq);
+			sreq = NULL;
+		}
+	}
 	if (!sreq) {
 		spin_lock_bh(&sess->lock);
 		sess->nr_srv_reqs--;
@@ -310,6 +333,13 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 		sreq->dir = TERN_DATA_FROM_RESPONDER;
 	rx->sreq = sreq;
 	tern_rx_setup(cl, sreq->front_buf, NULL, 0);
+	if (remote) {
+		sreq->nr_rdesc = rx->data_len / sizeof(*sreq->rdesc);
+		rx->data_kvec.iov_base = sreq->rdesc;
+		rx->data_kvec.iov_len = rx->data_len;
+		iov_iter_kvec(&rx->data_iter, ITER_DEST, &rx->data_kvec, 1,
+			      rx->data_len);
+	}
 	return 0;
 }
 
@@ -360,37 +390,22 @@ int tern_server_rx_request_front(struct tern_core_lane *cl)
 		err = tern_srv_req_alloc_pages(sreq);
 		if (err)
 			return err;
+		if (sreq->nr_rdesc)
+			return 0;	/* pulled later, see rx_request_done */
 		iov_iter_bvec(&rx->data_iter, ITER_DEST, sreq->core_bvec,
 			      sreq->core_nr_bvec, rx->data_len);
-	} else {
+	} else if (!sreq->nr_rdesc) {
 		iov_iter_bvec(&rx->data_iter, ITER_DEST, sreq->rx_bvec,
 			      sreq->rx_nr_bvec, rx->data_len);
 	}
 	return 0;
 }
 
-int tern_server_rx_request_done(struct tern_core_lane *cl)
+/* The request and its data are complete: hand it to the ULP. */
+static void tern_srv_req_deliver(struct tern_srv_req *sreq)
 {
-	const struct tern_endpoint_ops *ops = cl->ep->ops;
-	struct tern_lane_rx *rx = &cl->pub.rx;
-	struct tern_srv_req *sreq = rx->sreq;
+	const struct tern_endpoint_ops *ops = sreq->sess->ep->ops;
 	struct tern_session *sess = sreq->sess;
-
-	if (cl->data_crc) {
-		const struct bio_vec *bv = sreq->rx_bvec ?: sreq->core_bvec;
-		unsigned int nr = sreq->rx_bvec ? sreq->rx_nr_bvec :
-						  sreq->core_nr_bvec;
-		u32 crc = tern_crc_front_data(sreq->front_buf, rx->front_len,
-					      bv, nr, rx->data_len);
-
-		if (crc != le32_to_cpu(rx->hdr.data_crc) || tern_inject_crc()) {
-			TERN_LANE_STAT(cl, crc_errors, 1);
-			pr_warn_ratelimited("%s: data crc mismatch on request tid %llu\n",
-					    cl->name, sreq->tid);
-			return -EBADMSG;
-		}
-	}
-	rx->sreq = NULL;
 
 	spin_lock_bh(&sess->lock);
 	list_add_tail(&sreq->entry, &sess->srv_reqs);
@@ -404,6 +419,106 @@ int tern_server_rx_request_done(struct tern_core_lane *cl)
 		ops->request(sreq);
 	else
 		tern_reply(sreq, -EOPNOTSUPP, NULL, 0);
+}
+
+static int tern_srv_req_check_crc(struct tern_core_lane *cl,
+				  struct tern_srv_req *sreq, u32 data_len,
+				  u32 want)
+{
+	const struct bio_vec *bv = sreq->rx_bvec ?: sreq->core_bvec;
+	unsigned int nr = sreq->rx_bvec ? sreq->rx_nr_bvec :
+					  sreq->core_nr_bvec;
+	u32 crc = tern_crc_front_data(sreq->front_buf, sreq->front_len, bv,
+				      nr, data_len);
+
+	if (crc == want && !tern_inject_crc())
+		return 0;
+	TERN_LANE_STAT(cl, crc_errors, 1);
+	pr_warn_ratelimited("%s: data crc mismatch on request tid %llu\n",
+			    cl->name, sreq->tid);
+	return -EBADMSG;
+}
+
+/* Descriptors must describe exactly the buffer the header announced. */
+static int tern_srv_req_check_rdesc(struct tern_core_lane *cl,
+				    struct tern_srv_req *sreq)
+{
+	u64 total = 0;
+	unsigned int i;
+
+	for (i = 0; i < sreq->nr_rdesc; i++) {
+		u32 len = le32_to_cpu(sreq->rdesc[i].len);
+
+		if (!len)
+			break;
+		total += len;
+	}
+	if (i == sreq->nr_rdesc && total == sreq->data_len)
+		return 0;
+	tern_lane_proto_err(cl, "remote descriptors of tid %llu do not cover %u bytes",
+			    sreq->tid, sreq->data_len);
+	return -EPROTO;
+}
+
+/**
+ * tern_srv_req_pulled - a transport's ->pull finished
+ * @req: the request
+ * @status: 0, or a negative errno (the lane is then dropped)
+ */
+void tern_srv_req_pulled(struct tern_srv_req *req, int status)
+{
+	struct tern_core_lane *cl = to_core_lane(req->lane);
+
+	if (!status && cl->data_crc)
+		status = tern_srv_req_check_crc(cl, req, req->data_len,
+						le32_to_cpu(req->frame.hdr.data_crc));
+	if (status) {
+		tern_lane_error(&cl->pub, status);
+		tern_srv_req_finish(req);
+		return;
+	}
+	TERN_LANE_STAT(cl, remote_pulls, 1);
+	tern_srv_req_deliver(req);
+}
+EXPORT_SYMBOL_GPL(tern_srv_req_pulled);
+
+int tern_server_rx_request_done(struct tern_core_lane *cl)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+	struct tern_srv_req *sreq = rx->sreq;
+	u32 crc = le32_to_cpu(rx->hdr.data_crc);
+	int err;
+
+	if (sreq->nr_rdesc) {
+		err = tern_srv_req_check_rdesc(cl, sreq);
+		if (err)
+			return err;
+		if (sreq->dir == TERN_DATA_TO_RESPONDER) {
+			const struct bio_vec *bv = sreq->rx_bvec ?:
+						   sreq->core_bvec;
+			unsigned int nr = sreq->rx_bvec ? sreq->rx_nr_bvec :
+							  sreq->core_nr_bvec;
+
+			/* the CRC is checked once the data is here */
+			sreq->frame.hdr.data_crc = rx->hdr.data_crc;
+			err = cl->pub.tops->pull(&cl->pub, sreq, bv, nr);
+			if (err)
+				return err;
+			rx->sreq = NULL;	/* the transport's now */
+			return 0;
+		}
+		if (cl->data_crc) {
+			err = tern_srv_req_check_crc(cl, sreq, 0, crc);
+			if (err)
+				return err;
+		}
+	} else if (cl->data_crc) {
+		err = tern_srv_req_check_crc(cl, sreq, rx->data_len, crc);
+		if (err)
+			return err;
+	}
+	rx->sreq = NULL;
+	tern_srv_req_deliver(sreq);
 	return 0;
 }
 
@@ -476,6 +591,18 @@ int tern_reply(struct tern_srv_req *req, int status, const void *front,
 	hdr->status = cpu_to_le32((u32)status);
 	hdr->front_len = cpu_to_le32(front_len);
 	hdr->data_len = cpu_to_le32(data_len);
+	if (req->nr_rdesc) {
+		/* the transport writes the data, then sends the reply */
+		req->frame.rdesc = req->rdesc;
+		req->frame.nr_rdesc = req->nr_rdesc;
+		hdr->data_len = 0;
+		if (data_len) {
+			flags |= TERN_WIRE_F_REMOTE;
+			hdr->buf_len = cpu_to_le32(data_len);
+			TERN_LANE_STAT(to_core_lane(req->lane), remote_pushes,
+				       1);
+		}
+	}
 	req->frame.front = req->reply_front_buf;
 	if (sess->info.features & TERN_FEAT_DATA_CRC) {
 		flags |= TERN_WIRE_F_DATA_CRC;

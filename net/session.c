@@ -446,7 +446,9 @@ int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
 	u64 tid = le64_to_cpu(rx->hdr.tid);
 	struct tern_request *req;
 
-	if (flags & ~TERN_WIRE_F_DATA_CRC) {
+	if ((flags & ~(TERN_WIRE_F_DATA_CRC | TERN_WIRE_F_REMOTE)) ||
+	    ((flags & TERN_WIRE_F_REMOTE) &&
+	     (!cl->remote_data || rx->data_len || !rx->hdr.buf_len))) {
 		tern_lane_proto_err(cl, "bad reply flags 0x%x", flags);
 		return -EPROTO;
 	}
@@ -473,6 +475,10 @@ int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
 	if (rx->data_len && (req->dir != TERN_DATA_FROM_RESPONDER ||
 			     rx->data_len > req->data_len))
 		return tern_reply_mismatch(cl, req, "data length or direction");
+	if ((flags & TERN_WIRE_F_REMOTE) &&
+	    (req->dir != TERN_DATA_FROM_RESPONDER ||
+	     le32_to_cpu(rx->hdr.buf_len) > req->data_len))
+		return tern_reply_mismatch(cl, req, "remote data length");
 	if (rx->front_len > req->reply_front_max)
 		return tern_reply_mismatch(cl, req, "front too long");
 	tern_rx_setup(cl, req->reply_front, req->bvec, req->nr_bvec);
@@ -484,13 +490,17 @@ int tern_session_rx_reply_done(struct tern_core_lane *cl)
 	struct tern_lane_rx *rx = &cl->pub.rx;
 	struct tern_session *sess = cl->sess;
 	struct tern_request *req = rx->req;
+	u32 data_len = rx->data_len;
 
 	if (!req)
 		return 0;
+	/* remote data was written into the buffer before the reply */
+	if (le16_to_cpu(rx->hdr.flags) & TERN_WIRE_F_REMOTE)
+		data_len = le32_to_cpu(rx->hdr.buf_len);
 	if (cl->data_crc) {
 		u32 crc = tern_crc_front_data(req->reply_front, rx->front_len,
 					      req->bvec, req->nr_bvec,
-					      rx->data_len);
+					      data_len);
 
 		if (crc != le32_to_cpu(rx->hdr.data_crc) || tern_inject_crc()) {
 			TERN_LANE_STAT(cl, crc_errors, 1);
@@ -512,7 +522,7 @@ int tern_session_rx_reply_done(struct tern_core_lane *cl)
 
 	req->reply_status = (s32)le32_to_cpu(rx->hdr.status);
 	req->reply_front_len = rx->front_len;
-	req->reply_data_len = rx->data_len;
+	req->reply_data_len = data_len;
 	atomic64_inc(&sess->replies);
 	tern_req_put(req);
 	return 0;
@@ -566,7 +576,8 @@ static void tern_fill_hello(struct tern_session *sess, struct tern_core_lane *cl
 	h->cookie = cpu_to_le64(sess->cookie);
 	h->incarnation = cpu_to_le64(sess->ep->incarnation);
 	h->features = cpu_to_le32(neg ? sess->info.features :
-				  (o->data_crc ? TERN_FEAT_DATA_CRC : 0));
+				  (o->data_crc ? TERN_FEAT_DATA_CRC : 0) |
+				  (sess->tops->pull ? TERN_FEAT_REMOTE_DATA : 0));
 	h->max_data = cpu_to_le32(neg ? sess->info.max_data : o->max_data);
 	h->max_front = cpu_to_le32(neg ? sess->info.max_front :
 				   TERN_WIRE_MAX_FRONT);
@@ -733,6 +744,7 @@ int tern_session_rx_hello_ack(struct tern_core_lane *cl)
 	cl->max_front = v.max_front;
 	cl->max_data = v.max_data;
 	cl->data_crc = v.features & TERN_FEAT_DATA_CRC;
+	WRITE_ONCE(cl->remote_data, v.features & TERN_FEAT_REMOTE_DATA);
 	cl->ka_interval_ms = sess->opts.keepalive_ms;
 	cl->ka_timeout_ms = sess->opts.keepalive_timeout_ms;
 	if (cl->slot->ever_live)
@@ -1113,6 +1125,8 @@ static const struct {
 	{ "crc_errors",	  offsetof(struct tern_stats, crc_errors) },
 	{ "proto_errors", offsetof(struct tern_stats, proto_errors) },
 	{ "injected",	  offsetof(struct tern_stats, injected) },
+	{ "remote_pulls", offsetof(struct tern_stats, remote_pulls) },
+	{ "remote_pushes", offsetof(struct tern_stats, remote_pushes) },
 };
 
 static atomic64_t *tern_stat_field(struct tern_stats *st, unsigned int i)

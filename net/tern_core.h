@@ -73,6 +73,8 @@ struct tern_stats {
 	atomic64_t	crc_errors;
 	atomic64_t	proto_errors;
 	atomic64_t	injected;
+	atomic64_t	remote_pulls;	/* responder: data read remotely */
+	atomic64_t	remote_pushes;	/* responder: data written remotely */
 };
 
 struct tern_core_lane;
@@ -112,6 +114,7 @@ struct tern_core_lane {
 	u32			max_front;	/* receive limits in force */
 	u32			max_data;
 	bool			data_crc;
+	bool			remote_data;	/* TERN_FEAT_REMOTE_DATA */
 
 	spinlock_t		tx_lock;	/* tx_queue, tx_cur, *_queued */
 	struct list_head	tx_queue;

@@ -50,6 +50,9 @@ struct tern_frame {
 	const void		*front;
 	const struct bio_vec	*bvec;	/* data, iterated from bvec[0] */
 	unsigned int		nr_bvec;
+	/* REPLY to a request with remote data: the requester's buffer */
+	const struct tern_wire_rdesc *rdesc;
+	unsigned int		nr_rdesc;
 	u8			kind;	/* core private: TERN_FRAME_* */
 };
 
@@ -158,6 +161,8 @@ struct tern_srv_req {
 	void			*reply_front_buf;
 	struct bio_vec		*core_bvec;	/* core allocated rx pages */
 	unsigned int		core_nr_bvec;
+	struct tern_wire_rdesc	*rdesc;		/* remote data descriptors */
+	unsigned int		nr_rdesc;
 	u32			pushed_len;
 	unsigned long		state;
 	struct work_struct	work;

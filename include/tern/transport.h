@@ -21,8 +21,26 @@
  *
  * Data of TO_RESPONDER requests and FROM_RESPONDER replies travels inline
  * after the front (stream transports). A transport with remote memory
- * access (RDMA) will need hooks to register the requester's buffer and to
- * move data on tern_pull()/tern_push(); they are not defined yet.
+ * access sets ->pull, which makes the core offer TERN_FEAT_REMOTE_DATA.
+ * On a lane where it was negotiated (tern_lane_remote_data()):
+ *
+ *  - Requester: the transport may send a REQUEST frame's data as remote
+ *    descriptors instead (TERN_WIRE_F_REMOTE, see tern_wire.h): it
+ *    registers the buffer of tern_frame_request(), rewrites the header it
+ *    puts on the wire (tern_wire_hdr_seal()) and holds the frame, calling
+ *    tern_lane_tx_done() only once the peer can no longer reach the
+ *    buffer (after the reply invalidated it, or after ->shutdown drained
+ *    the connection). The request completes no earlier.
+ *  - Responder, TO_RESPONDER: the core calls ->pull to read the described
+ *    buffer into local pages before &tern_endpoint_ops.request, so the ULP
+ *    sees the data where inline data would be; the transport reports with
+ *    tern_srv_req_pulled() from its worker, also for pulls cut short by
+ *    ->shutdown (with an error, before ->shutdown returns).
+ *  - Responder, FROM_RESPONDER: a REPLY frame with ->rdesc set answers a
+ *    request with remote data. With TERN_WIRE_F_REMOTE in its flags the
+ *    transport first writes hdr.buf_len bytes of frame->bvec into the
+ *    descriptors; either way it invalidates rdesc[0] with the reply if it
+ *    can. Frame and pages stay valid until tern_lane_tx_done().
  */
 #ifndef _TERN_TRANSPORT_H
 #define _TERN_TRANSPORT_H
@@ -41,6 +59,7 @@ struct tern_lane_rx {
 	struct iov_iter		data_iter;
 	/* core private */
 	struct kvec		front_kvec;
+	struct kvec		data_kvec;	/* remote data descriptors */
 	struct tern_request	*req;		/* reply being received */
 	struct tern_srv_req	*sreq;		/* request being received */
 	bool			discard;	/* late duplicate reply */
@@ -78,6 +97,10 @@ struct tern_listener {
  * @kick: frames were queued on @lane; any context.
  * @shutdown: stop the lane's I/O and free transport state; synchronous,
  *	process context.
+ * @pull: optional, remote data: read @req->data_len bytes described by
+ *	@req->rdesc into @bvec; report with tern_srv_req_pulled(). Called
+ *	from the lane's worker. Return: 0, or a negative errno (no report;
+ *	the core drops the lane).
  */
 struct tern_transport_ops {
 	struct list_head	entry;
@@ -89,6 +112,8 @@ struct tern_transport_ops {
 			   const struct sockaddr_storage *addr);
 	void	(*kick)(struct tern_lane *lane);
 	void	(*shutdown)(struct tern_lane *lane);
+	int	(*pull)(struct tern_lane *lane, struct tern_srv_req *req,
+			const struct bio_vec *bvec, unsigned int nr_bvec);
 };
 
 int tern_transport_register(struct tern_transport_ops *ops);
@@ -125,5 +150,20 @@ static inline u32 tern_frame_data_len(const struct tern_frame *f)
 }
 
 const char *tern_lane_name(struct tern_lane *lane);
+
+/* Remote data (TERN_FEAT_REMOTE_DATA) was negotiated on @lane. */
+bool tern_lane_remote_data(struct tern_lane *lane);
+/* Recompute hdr_crc after a transport changed a header it transmits. */
+void tern_wire_hdr_seal(struct tern_wire_hdr *hdr);
+/* A ->pull finished: @status 0 or a negative errno. Lane worker only. */
+void tern_srv_req_pulled(struct tern_srv_req *req, int status);
+
+/* The request a REQUEST frame belongs to, or NULL for other frames. */
+static inline struct tern_request *tern_frame_request(struct tern_frame *f)
+{
+	if (f->hdr.type != TERN_WIRE_REQUEST)
+		return NULL;
+	return container_of(f, struct tern_request, frame);
+}
 
 #endif /* _TERN_TRANSPORT_H */

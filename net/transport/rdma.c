@@ -41,14 +41,19 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
+#include <linux/debugfs.h>
 #include <linux/inet.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/scatterlist.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/mr_pool.h>
 #include <rdma/rdma_cm.h>
+#include <rdma/rw.h>
 #include <net/net_namespace.h>
 #include <tern/transport.h>
 
@@ -87,6 +92,26 @@ module_param(io_budget, uint, 0644);
 MODULE_PARM_DESC(io_budget,
 		 "Messages per io_work run before yielding (default 64)");
 
+static unsigned int inline_max = 4096;
+module_param(inline_max, uint, 0644);
+MODULE_PARM_DESC(inline_max,
+		 "Request data above this many bytes is moved by RDMA READ/WRITE, not copied into SENDs (default 4096)");
+
+static unsigned int mr_count = 128;
+module_param(mr_count, uint, 0444);
+MODULE_PARM_DESC(mr_count,
+		 "Fast registration MRs per lane, 0 disables zero-copy sends (default 128)");
+
+static unsigned int mr_pages = 256;
+module_param(mr_pages, uint, 0444);
+MODULE_PARM_DESC(mr_pages,
+		 "Pages per MR, capped by the device (default 256)");
+
+static unsigned int rw_ctxs = 256;
+module_param(rw_ctxs, uint, 0444);
+MODULE_PARM_DESC(rw_ctxs,
+		 "Send queue room per lane for RDMA READ/WRITE work requests (default 256)");
+
 #define TERN_RDMA_MIN_BUF	4096U
 #define TERN_RDMA_MAX_BUF	65536U
 #define TERN_RDMA_MIN_RECV	8U
@@ -107,6 +132,7 @@ enum tern_rdma_rx_state {
 };
 
 struct tern_rdma_lane;
+struct tern_rdma_op;
 
 struct tern_rdma_buf {
 	struct ib_cqe		cqe;
@@ -116,7 +142,70 @@ struct tern_rdma_buf {
 	u64			dma;
 	u32			len;	/* receive: bytes received */
 	bool			mapped;
+	bool			inv;	/* receive: peer invalidated inv_rkey */
+	u32			inv_rkey;
+	unsigned int		wrs;	/* send: SQ entries freed on completion */
+	struct tern_rdma_op	*op;	/* send: finished by this SEND */
 };
+
+enum tern_rdma_op_kind {
+	TERN_RDMA_OP_REG,	/* requester: a request's registered buffer */
+	TERN_RDMA_OP_PULL,	/* responder: RDMA READ of request data */
+	TERN_RDMA_OP_PUSH,	/* responder: RDMA WRITE of reply data */
+};
+
+struct tern_rdma_rwc {
+	struct rdma_rw_ctx	ctx;
+	struct sg_table		sgt;
+	bool			live;
+};
+
+/*
+ * One zero-copy operation. All are on tl->ops until freed, so shutdown
+ * finds them; completions move them to tl->op_done for io_work.
+ */
+struct tern_rdma_op {
+	struct ib_cqe		cqe;
+	struct tern_rdma_lane	*tl;
+	struct list_head	entry;		/* tl->ops */
+	struct list_head	wait;		/* tl->regs, tl->pull_wait */
+	struct list_head	done;		/* tl->op_done */
+	enum tern_rdma_op_kind	kind;
+	int			status;
+	unsigned int		wrs;		/* SQ entries of the chain */
+	struct tern_frame	*frame;		/* REG, PUSH */
+	bool			held;		/* we owe tern_lane_tx_done() */
+	struct tern_srv_req	*sreq;		/* PULL */
+	u64			tid;
+	u32			len;
+	enum dma_data_direction	dir;
+	/* REG */
+	struct sg_table		sgt;
+	int			sg_mapped;
+	unsigned int		nr_mr;
+	struct ib_mr		*mr[TERN_WIRE_MAX_RDESC];
+	struct tern_wire_rdesc	desc[TERN_WIRE_MAX_RDESC];
+	/* PULL, PUSH */
+	unsigned int		nr_rwc;
+	struct tern_rdma_rwc	*rwc;
+};
+
+/* Zero-copy counters, module wide: debugfs tern_rdma/stats. */
+static struct {
+	atomic64_t	registrations;		/* MRs registered */
+	atomic64_t	zc_requests;		/* requests sent with descriptors */
+	atomic64_t	inline_fallbacks;	/* big data sent inline anyway */
+	atomic64_t	local_invalidates;
+	atomic64_t	remote_invalidates;
+	atomic64_t	rdma_reads;
+	atomic64_t	rdma_read_bytes;
+	atomic64_t	rdma_writes;
+	atomic64_t	rdma_write_bytes;
+	atomic64_t	credit_stalls;
+	atomic64_t	sq_stalls;
+} tern_rdma_stats;
+
+#define TERN_RDMA_STAT(f, v)	atomic64_add(v, &tern_rdma_stats.f)
 
 struct tern_rdma_lane {
 	enum tern_rdma_ctx_kind	kind;
@@ -129,7 +218,7 @@ struct tern_rdma_lane {
 	bool			qp_created;
 	struct work_struct	io_work;
 
-	spinlock_t		lock;		/* the five below */
+	spinlock_t		lock;		/* the seven below */
 	struct list_head	rx_done;	/* completed receive buffers */
 	unsigned int		tx_completed;
 	bool			ready;		/* io_work may run */
@@ -139,6 +228,26 @@ struct tern_rdma_lane {
 	/* connect: the event handler reports the outcome of each step */
 	struct completion	cm_done;
 	int			cm_status;
+
+	struct list_head	op_done;	/* completed ops */
+	unsigned int		sq_free;	/* send queue entries */
+
+	u32			port_num;
+	struct ib_cqe		err_cqe;	/* unsignaled work requests */
+	struct list_head	mrs;		/* MR pool */
+	bool			mr_pool;
+	unsigned int		mr_max_pages;
+	unsigned int		sq_size;
+	/* io_work only */
+	struct list_head	ops;		/* every live op */
+	struct list_head	regs;		/* REG ops awaiting their reply */
+	struct list_head	pull_wait;	/* PULL ops waiting for the SQ */
+	struct tern_rdma_op	*tx_op;		/* op of tx_frame */
+	bool			tx_prepared;
+	struct tern_wire_hdr	tx_hdr;		/* header as transmitted */
+	struct kvec		tx_kvec;
+	bool			rx_inv;		/* current message invalidated */
+	u32			rx_inv_rkey;
 
 	struct tern_rdma_buf	*rbufs;
 	unsigned int		nr_rbufs;
@@ -211,6 +320,8 @@ static void tern_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	buf->len = wc->byte_len;
+	buf->inv = wc->wc_flags & IB_WC_WITH_INVALIDATE;
+	buf->inv_rkey = buf->inv ? wc->ex.invalidate_rkey : 0;
 	spin_lock_bh(&tl->lock);
 	list_add_tail(&buf->entry, &tl->rx_done);
 	tern_rdma_kick_locked(tl);
@@ -229,6 +340,9 @@ static void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_lock_bh(&tl->lock);
 	tl->tx_completed++;
+	tl->sq_free += buf->wrs;
+	if (buf->op)
+		list_add_tail(&buf->op->done, &tl->op_done);
 	tern_rdma_kick_locked(tl);
 	spin_unlock_bh(&tl->lock);
 }
@@ -267,6 +381,463 @@ int tern_rdma_proto_err(struct tern_rdma_lane *tl, const char *fmt, ...)
 	return -EPROTO;
 }
 
+static void tern_rdma_err_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct tern_rdma_lane *tl = container_of(wc->wr_cqe,
+						 struct tern_rdma_lane,
+						 err_cqe);
+
+	/* unsignaled work requests only complete here when they fail */
+	tern_rdma_wc_error(tl, wc, "memory registration");
+}
+
+/* A signaled READ, WRITE or LOCAL_INV chain completed. */
+static void tern_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct tern_rdma_op *op = container_of(wc->wr_cqe,
+					       struct tern_rdma_op, cqe);
+	struct tern_rdma_lane *tl = op->tl;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		op->status = -EIO;
+		tern_rdma_wc_error(tl, wc, "rdma");
+	}
+	spin_lock_bh(&tl->lock);
+	tl->sq_free += op->wrs;
+	op->wrs = 0;
+	/* a PUSH op finishes with the SEND after its WRITEs */
+	if (op->kind != TERN_RDMA_OP_PUSH)
+		list_add_tail(&op->done, &tl->op_done);
+	tern_rdma_kick_locked(tl);
+	spin_unlock_bh(&tl->lock);
+}
+
+static bool tern_rdma_sq_take(struct tern_rdma_lane *tl, unsigned int n)
+{
+	bool ok;
+
+	spin_lock_bh(&tl->lock);
+	ok = tl->sq_free >= n;
+	if (ok)
+		tl->sq_free -= n;
+	spin_unlock_bh(&tl->lock);
+	if (!ok)
+		TERN_RDMA_STAT(sq_stalls, 1);
+	return ok;
+}
+
+static void tern_rdma_sq_return(struct tern_rdma_lane *tl, unsigned int n)
+{
+	spin_lock_bh(&tl->lock);
+	tl->sq_free += n;
+	spin_unlock_bh(&tl->lock);
+}
+
+static struct tern_rdma_op *tern_rdma_op_alloc(struct tern_rdma_lane *tl,
+					       enum tern_rdma_op_kind kind)
+{
+	struct tern_rdma_op *op;
+
+	op = kzalloc(sizeof(*op), GFP_NOIO);
+	if (!op)
+		return NULL;
+	op->tl = tl;
+	op->kind = kind;
+	op->cqe.done = tern_rdma_op_done;
+	INIT_LIST_HEAD(&op->wait);
+	INIT_LIST_HEAD(&op->done);
+	list_add_tail(&op->entry, &tl->ops);
+	return op;
+}
+
+/* Give back the op's verbs resources; the QP still exists. */
+static void tern_rdma_op_unmap(struct tern_rdma_lane *tl,
+			       struct tern_rdma_op *op)
+{
+	struct ib_qp *qp = tl->cm_id->qp;
+	unsigned int i;
+
+	for (i = 0; i < op->nr_mr; i++)
+		ib_mr_pool_put(qp, &tl->mrs, op->mr[i]);
+	op->nr_mr = 0;
+	if (op->sg_mapped)
+		ib_dma_unmap_sg(tl->dev, op->sgt.sgl, op->sgt.orig_nents,
+				op->dir);
+	op->sg_mapped = 0;
+	sg_free_table(&op->sgt);
+	for (i = 0; i < op->nr_rwc; i++) {
+		struct tern_rdma_rwc *rwc = &op->rwc[i];
+
+		if (rwc->live)
+			rdma_rw_ctx_destroy(&rwc->ctx, qp, tl->port_num,
+					    rwc->sgt.sgl, rwc->sgt.orig_nents,
+					    op->dir);
+		sg_free_table(&rwc->sgt);
+	}
+	kfree(op->rwc);
+	op->rwc = NULL;
+	op->nr_rwc = 0;
+}
+
+static void tern_rdma_op_free(struct tern_rdma_lane *tl,
+			      struct tern_rdma_op *op)
+{
+	tern_rdma_op_unmap(tl, op);
+	list_del_init(&op->wait);
+	list_del(&op->entry);
+	kfree(op);
+}
+
+/* A scatterlist over @len bytes of a bio_vec array after @skip. */
+static int tern_rdma_bvec_sgt(struct sg_table *sgt, const struct bio_vec *bv,
+			      unsigned int nr, u32 skip, u32 len)
+{
+	struct scatterlist *sg;
+	unsigned int i, n = 0;
+	u32 left = len, sk = skip, l, off;
+
+	for (i = 0; i < nr && left; i++) {
+		if (sk >= bv[i].bv_len) {
+			sk -= bv[i].bv_len;
+			continue;
+		}
+		left -= min(left, bv[i].bv_len - sk);
+		sk = 0;
+		n++;
+	}
+	if (left || !n)
+		return -EINVAL;
+	if (sg_alloc_table(sgt, n, GFP_NOIO))
+		return -ENOMEM;
+	sg = sgt->sgl;
+	left = len;
+	sk = skip;
+	for (i = 0; i < nr && left; i++) {
+		if (sk >= bv[i].bv_len) {
+			sk -= bv[i].bv_len;
+			continue;
+		}
+		off = bv[i].bv_offset + sk;
+		l = min(left, bv[i].bv_len - sk);
+		sg_set_page(sg, bv[i].bv_page + (off >> PAGE_SHIFT), l,
+			    offset_in_page(off));
+		sg = sg_next(sg);
+		left -= l;
+		sk = 0;
+	}
+	return 0;
+}
+
+/*
+ * Requester: register the buffer of a REQUEST frame in FRWR MRs, one
+ * descriptor each. Return: the op; NULL to send the data inline (small,
+ * not negotiated, or out of MRs); ERR_PTR(-EAGAIN) to retry when the send
+ * queue has room; another ERR_PTR fails the lane.
+ */
+static struct tern_rdma_op *tern_rdma_reg_prepare(struct tern_rdma_lane *tl,
+						  struct tern_frame *f)
+{
+	struct tern_request *req = tern_frame_request(f);
+	u16 flags = le16_to_cpu(f->hdr.flags);
+	u32 len = le32_to_cpu(f->hdr.buf_len);
+	struct ib_qp *qp = tl->cm_id->qp;
+	unsigned int off = 0, i;
+	struct scatterlist *sg;
+	struct tern_rdma_op *op;
+	int left, n, err;
+
+	if (!req || !tl->mr_pool || !tern_lane_remote_data(tl->lane) ||
+	    len <= READ_ONCE(inline_max) ||
+	    !(flags & (TERN_WIRE_F_DATA_TO_RESPONDER |
+		       TERN_WIRE_F_DATA_FROM_RESPONDER)))
+		return NULL;
+	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_REG);
+	if (!op)
+		goto inline_data;
+	op->frame = f;
+	op->tid = le64_to_cpu(f->hdr.tid);
+	op->len = len;
+	op->dir = flags & TERN_WIRE_F_DATA_TO_RESPONDER ? DMA_TO_DEVICE :
+							   DMA_FROM_DEVICE;
+	if (tern_rdma_bvec_sgt(&op->sgt, req->bvec, req->nr_bvec, 0, len))
+		goto inline_data;
+	op->sg_mapped = ib_dma_map_sg(tl->dev, op->sgt.sgl,
+				      op->sgt.orig_nents, op->dir);
+	if (!op->sg_mapped)
+		goto inline_data;
+
+	sg = op->sgt.sgl;
+	left = op->sg_mapped;
+	while (left > 0) {
+		struct ib_mr *mr;
+
+		if (op->nr_mr == TERN_WIRE_MAX_RDESC)
+			goto inline_data;
+		mr = ib_mr_pool_get(qp, &tl->mrs);
+		if (!mr)
+			goto inline_data;
+		op->mr[op->nr_mr++] = mr;
+		ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+		n = ib_map_mr_sg(mr, sg, left, &off, PAGE_SIZE);
+		if (n < 0 || !mr->length)
+			goto inline_data;
+		op->desc[op->nr_mr - 1].addr = cpu_to_le64(mr->iova);
+		op->desc[op->nr_mr - 1].len = cpu_to_le32(mr->length);
+		op->desc[op->nr_mr - 1].rkey = cpu_to_le32(mr->rkey);
+		left -= n;
+		while (n--)
+			sg = sg_next(sg);
+	}
+
+	/* REG_MR now, LOCAL_INV later: room for both */
+	if (!tern_rdma_sq_take(tl, 2 * op->nr_mr)) {
+		tern_rdma_op_free(tl, op);
+		return ERR_PTR(-EAGAIN);
+	}
+	for (i = 0; i < op->nr_mr; i++) {
+		struct ib_reg_wr wr = {};
+
+		wr.wr.opcode = IB_WR_REG_MR;
+		wr.wr.wr_cqe = &tl->err_cqe;
+		wr.mr = op->mr[i];
+		wr.key = op->mr[i]->rkey;
+		wr.access = op->dir == DMA_TO_DEVICE ? IB_ACCESS_REMOTE_READ :
+			    IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE;
+		err = ib_post_send(qp, &wr.wr, NULL);
+		if (err)
+			return ERR_PTR(err);	/* shutdown frees the op */
+	}
+	TERN_RDMA_STAT(registrations, op->nr_mr);
+	TERN_RDMA_STAT(zc_requests, 1);
+	return op;
+
+inline_data:
+	if (op)
+		tern_rdma_op_free(tl, op);
+	TERN_RDMA_STAT(inline_fallbacks, 1);
+	return NULL;
+}
+
+/* rdma_rw contexts moving @len bytes between @bv and the descriptors. */
+static int tern_rdma_rw_build(struct tern_rdma_lane *tl,
+			      struct tern_rdma_op *op,
+			      const struct tern_wire_rdesc *rd,
+			      unsigned int nr_rd, const struct bio_vec *bv,
+			      unsigned int nr_bv, u32 len)
+{
+	u32 off = 0, n;
+	unsigned int i;
+	int ret;
+
+	op->rwc = kcalloc(nr_rd, sizeof(*op->rwc), GFP_NOIO);
+	if (!op->rwc)
+		return -ENOMEM;
+	op->len = len;
+	op->wrs = 0;
+	for (i = 0; i < nr_rd && off < len; i++) {
+		struct tern_rdma_rwc *rwc = &op->rwc[i];
+
+		n = min(le32_to_cpu(rd[i].len), len - off);
+		op->nr_rwc = i + 1;
+		ret = tern_rdma_bvec_sgt(&rwc->sgt, bv, nr_bv, off, n);
+		if (ret)
+			return ret;
+		ret = rdma_rw_ctx_init(&rwc->ctx, tl->cm_id->qp, tl->port_num,
+				       rwc->sgt.sgl, rwc->sgt.orig_nents, 0,
+				       le64_to_cpu(rd[i].addr),
+				       le32_to_cpu(rd[i].rkey), op->dir);
+		if (ret < 0)
+			return ret;
+		rwc->live = true;
+		op->wrs += ret;
+		off += n;
+	}
+	if (off != len || op->wrs > tl->sq_size)
+		return -E2BIG;
+	return 0;
+}
+
+/* Post the op's contexts as one chain, the last WR signaled. */
+static int tern_rdma_rw_post(struct tern_rdma_lane *tl,
+			     struct tern_rdma_op *op)
+{
+	struct ib_qp *qp = tl->cm_id->qp;
+	struct ib_send_wr *first = NULL;
+	unsigned int i;
+
+	for (i = op->nr_rwc; i-- > 0;)
+		first = rdma_rw_ctx_wrs(&op->rwc[i].ctx, qp, tl->port_num,
+					first ? NULL : &op->cqe, first);
+	return ib_post_send(qp, first, NULL);
+}
+
+/* Responder: RDMA WRITE the pushed data of a REPLY frame. */
+static struct tern_rdma_op *tern_rdma_push_prepare(struct tern_rdma_lane *tl,
+						   struct tern_frame *f)
+{
+	u32 len = le32_to_cpu(f->hdr.buf_len);
+	struct tern_rdma_op *op;
+	int err;
+
+	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_PUSH);
+	if (!op)
+		return ERR_PTR(-ENOMEM);
+	op->frame = f;
+	op->dir = DMA_TO_DEVICE;
+	err = tern_rdma_rw_build(tl, op, f->rdesc, f->nr_rdesc, f->bvec,
+				 f->nr_bvec, len);
+	if (!err && !tern_rdma_sq_take(tl, op->wrs))
+		err = -EAGAIN;
+	if (err) {
+		tern_rdma_op_free(tl, op);
+		return ERR_PTR(err);
+	}
+	err = tern_rdma_rw_post(tl, op);
+	if (err)
+		return ERR_PTR(err);	/* shutdown frees the op */
+	TERN_RDMA_STAT(rdma_writes, 1);
+	TERN_RDMA_STAT(rdma_write_bytes, len);
+	return op;
+}
+
+/* Post the READs of waiting pulls while the send queue has room. */
+static int tern_rdma_pull_post_waiting(struct tern_rdma_lane *tl)
+{
+	struct tern_rdma_op *op, *tmp;
+	int err;
+
+	list_for_each_entry_safe(op, tmp, &tl->pull_wait, wait) {
+		if (!tern_rdma_sq_take(tl, op->wrs))
+			return 0;
+		list_del_init(&op->wait);
+		err = tern_rdma_rw_post(tl, op);
+		if (err)
+			return err;
+		TERN_RDMA_STAT(rdma_reads, 1);
+		TERN_RDMA_STAT(rdma_read_bytes, op->len);
+	}
+	return 0;
+}
+
+static int tern_rdma_pull(struct tern_lane *lane, struct tern_srv_req *sreq,
+			  const struct bio_vec *bvec, unsigned int nr_bvec)
+{
+	struct tern_rdma_lane *tl = lane->tpriv;
+	struct tern_rdma_op *op;
+	int err;
+
+	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_PULL);
+	if (!op)
+		return -ENOMEM;
+	op->dir = DMA_FROM_DEVICE;
+	err = tern_rdma_rw_build(tl, op, sreq->rdesc, sreq->nr_rdesc, bvec,
+				 nr_bvec, sreq->data_len);
+	if (err) {
+		tern_rdma_op_free(tl, op);
+		return err;
+	}
+	op->sreq = sreq;	/* ours from here on */
+	list_add_tail(&op->wait, &tl->pull_wait);
+	err = tern_rdma_pull_post_waiting(tl);
+	if (err)
+		tern_lane_error(lane, err);
+	return 0;
+}
+
+/* Finish completed ops and start waiting ones. Return: 1 if any, 0, <0. */
+static int tern_rdma_ops_step(struct tern_rdma_lane *tl)
+{
+	struct tern_rdma_op *op, *tmp;
+	struct tern_srv_req *sreq;
+	LIST_HEAD(done);
+	int status, ret;
+
+	spin_lock_bh(&tl->lock);
+	list_splice_init(&tl->op_done, &done);
+	spin_unlock_bh(&tl->lock);
+	list_for_each_entry_safe(op, tmp, &done, done) {
+		list_del_init(&op->done);
+		if (op->kind == TERN_RDMA_OP_PULL) {
+			sreq = op->sreq;
+			status = op->status;
+			tern_rdma_op_free(tl, op);
+			tern_srv_req_pulled(sreq, status);
+			continue;
+		}
+		/* REG after its LOCAL_INV, PUSH after its SEND */
+		if (op->held)
+			tern_lane_tx_done(tl->lane, op->frame);
+		tern_rdma_op_free(tl, op);
+	}
+	ret = tern_rdma_pull_post_waiting(tl);
+	if (ret)
+		return ret;
+	return !list_empty(&done);
+}
+
+/*
+ * Requester: the reply to a request is complete. If we registered its
+ * buffer, it must die before the request completes: the peer invalidated
+ * the first MR with its SEND (checked to be ours), LOCAL_INV the rest.
+ */
+static int tern_rdma_reply_seen(struct tern_rdma_lane *tl)
+{
+	struct tern_lane_rx *rx = &tl->lane->rx;
+	bool remote = le16_to_cpu(rx->hdr.flags) & TERN_WIRE_F_REMOTE;
+	u64 tid = le64_to_cpu(rx->hdr.tid);
+	struct tern_rdma_op *op = NULL, *it;
+	unsigned int i, first = 0, n;
+	int err;
+
+	list_for_each_entry(it, &tl->regs, wait) {
+		if (it->tid == tid) {
+			op = it;
+			break;
+		}
+	}
+	if (!op) {
+		if (remote || tl->rx_inv)
+			return tern_rdma_proto_err(tl, "reply to tid %llu: buffer not ours",
+						   tid);
+		return 0;
+	}
+	if (remote ? op->dir != DMA_FROM_DEVICE :
+		     op->dir == DMA_FROM_DEVICE && rx->data_len)
+		return tern_rdma_proto_err(tl, "reply to tid %llu does not match its registration",
+					   tid);
+	if (tl->rx_inv) {
+		if (tl->rx_inv_rkey != op->mr[0]->rkey)
+			return tern_rdma_proto_err(tl, "rkey 0x%x invalidated, not tid %llu's",
+						   tl->rx_inv_rkey, tid);
+		tl->rx_inv = false;
+		first = 1;
+		TERN_RDMA_STAT(remote_invalidates, 1);
+	}
+	list_del_init(&op->wait);
+	n = op->nr_mr - first;
+	tern_rdma_sq_return(tl, op->nr_mr - n);	/* reserved, not needed */
+	if (!n) {
+		tern_lane_tx_done(tl->lane, op->frame);
+		tern_rdma_op_free(tl, op);
+		return 0;
+	}
+	op->wrs = n;
+	for (i = first; i < op->nr_mr; i++) {
+		struct ib_send_wr wr = {};
+		bool last = i == op->nr_mr - 1;
+
+		wr.opcode = IB_WR_LOCAL_INV;
+		wr.ex.invalidate_rkey = op->mr[i]->rkey;
+		wr.wr_cqe = last ? &op->cqe : &tl->err_cqe;
+		wr.send_flags = last ? IB_SEND_SIGNALED : 0;
+		err = ib_post_send(tl->cm_id->qp, &wr, NULL);
+		if (err)
+			return err;
+	}
+	TERN_RDMA_STAT(local_invalidates, n);
+	return 0;
+}
+
 /* Run the core through every frame part that needs no more bytes. */
 static int tern_rdma_rx_settle(struct tern_rdma_lane *tl)
 {
@@ -289,6 +860,11 @@ static int tern_rdma_rx_settle(struct tern_rdma_lane *tl)
 			if (iov_iter_count(&rx->data_iter))
 				return 0;
 			tl->rx_state = TERN_RDMA_RX_HDR;
+			if (rx->hdr.type == TERN_WIRE_REPLY) {
+				ret = tern_rdma_reply_seen(tl);
+				if (ret)
+					return ret;
+			}
 			return tern_lane_rx_done(tl->lane);
 		}
 	}
@@ -382,9 +958,15 @@ static int tern_rdma_recv_step(struct tern_rdma_lane *tl)
 
 	ib_dma_sync_single_for_cpu(tl->dev, buf->dma, tl->buf_size,
 				   DMA_FROM_DEVICE);
+	tl->rx_inv = buf->inv;
+	tl->rx_inv_rkey = buf->inv_rkey;
 	ret = tern_rdma_rx_msg(tl, buf);
 	if (ret)
 		return ret;
+	/* SEND_WITH_INV comes only with the end of a reply */
+	if (tl->rx_inv)
+		return tern_rdma_proto_err(tl, "rkey 0x%x invalidated without a reply",
+					   tl->rx_inv_rkey);
 	ret = tern_rdma_post_recv(tl, buf);
 	if (ret)
 		return ret;
@@ -412,7 +994,7 @@ static ssize_t tern_rdma_copy_frame(struct tern_rdma_lane *tl, u8 *dst,
 
 	while (tl->tx_off < head && copied < room) {
 		if (tl->tx_off < hlen) {
-			src = (const u8 *)&f->hdr + tl->tx_off;
+			src = (const u8 *)&tl->tx_hdr + tl->tx_off;
 			n = hlen - tl->tx_off;
 		} else {
 			src = (const u8 *)f->front + (tl->tx_off - hlen);
@@ -442,25 +1024,73 @@ static unsigned int tern_rdma_tx_free(struct tern_rdma_lane *tl)
 	return tl->nr_sbufs - (tl->tx_posted - completed);
 }
 
+/*
+ * Set up the transmission of tl->tx_frame: the header as it goes on the
+ * wire and the data iterator; register a request's buffer or write a
+ * reply's data first when they move by RDMA. Return: 0, -EAGAIN (send
+ * queue full, try again later) or another negative errno.
+ */
+static int tern_rdma_tx_prepare(struct tern_rdma_lane *tl, unsigned int *wrs)
+{
+	struct tern_frame *f = tl->tx_frame;
+	struct tern_rdma_op *op = NULL;
+	size_t len;
+
+	if (f->hdr.type == TERN_WIRE_REQUEST)
+		op = tern_rdma_reg_prepare(tl, f);
+	else if (f->nr_rdesc &&
+		 (le16_to_cpu(f->hdr.flags) & TERN_WIRE_F_REMOTE))
+		op = tern_rdma_push_prepare(tl, f);
+	if (IS_ERR(op))
+		return PTR_ERR(op);
+
+	tl->tx_off = 0;
+	tl->tx_op = op;
+	tl->tx_hdr = f->hdr;
+	if (op && op->kind == TERN_RDMA_OP_REG) {
+		*wrs += op->nr_mr;
+		len = op->nr_mr * sizeof(op->desc[0]);
+		tl->tx_hdr.flags |= cpu_to_le16(TERN_WIRE_F_REMOTE);
+		tl->tx_hdr.data_len = cpu_to_le32(len);
+		tern_wire_hdr_seal(&tl->tx_hdr);
+		tl->tx_kvec.iov_base = op->desc;
+		tl->tx_kvec.iov_len = len;
+		iov_iter_kvec(&tl->tx_data, ITER_SOURCE, &tl->tx_kvec, 1, len);
+	} else {
+		iov_iter_bvec(&tl->tx_data, ITER_SOURCE, f->bvec, f->nr_bvec,
+			      tern_frame_data_len(f));
+	}
+	tl->tx_prepared = true;
+	return 0;
+}
+
 /* Return: 1 if a message was posted, 0 if nothing can be sent now, <0. */
 static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 {
 	struct tern_rdma_buf *buf;
 	struct tern_rdma_msg_hdr *h;
+	struct tern_rdma_op *op;
 	struct tern_frame *f;
 	size_t off = sizeof(*h);
 	struct ib_send_wr wr = {};
 	struct ib_sge sge;
+	bool inv = false;
+	u32 inv_rkey = 0;
 	ssize_t n;
 	int ret;
 
 	/* The last credit only goes with a grant: see the top comment. */
-	if (!tl->tx_credits || (tl->tx_credits == 1 && !tl->grant_pending))
+	if (!tl->tx_credits || (tl->tx_credits == 1 && !tl->grant_pending)) {
+		if (tl->tx_frame || tern_lane_tx_pending(tl->lane))
+			TERN_RDMA_STAT(credit_stalls, 1);
 		return 0;
+	}
 	if (!tern_rdma_tx_free(tl))
 		return 0;
 
 	buf = &tl->sbufs[tl->tx_posted % tl->nr_sbufs];
+	buf->wrs = 0;
+	buf->op = NULL;
 	h = buf->addr;
 	while (off < tl->tx_chunk) {
 		if (!tl->tx_frame) {
@@ -468,20 +1098,42 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 			if (!f)
 				break;
 			tl->tx_frame = f;
-			tl->tx_off = 0;
-			iov_iter_bvec(&tl->tx_data, ITER_SOURCE, f->bvec,
-				      f->nr_bvec, tern_frame_data_len(f));
+			tl->tx_prepared = false;
+		}
+		if (!tl->tx_prepared) {
+			ret = tern_rdma_tx_prepare(tl, &buf->wrs);
+			if (ret == -EAGAIN)
+				break;
+			if (ret)
+				return ret;
 		}
 		n = tern_rdma_copy_frame(tl, (u8 *)buf->addr + off,
 					 tl->tx_chunk - off);
 		if (n < 0)
 			return n;
 		off += n;
-		if (tern_rdma_frame_sent(tl)) {
-			f = tl->tx_frame;
-			tl->tx_frame = NULL;
-			tern_lane_tx_done(tl->lane, f);
+		if (!tern_rdma_frame_sent(tl))
+			continue;
+		f = tl->tx_frame;
+		op = tl->tx_op;
+		tl->tx_frame = NULL;
+		tl->tx_op = NULL;
+		if (f->nr_rdesc) {
+			/* the reply kills the requester's rkey */
+			inv = true;
+			inv_rkey = le32_to_cpu(f->rdesc[0].rkey);
 		}
+		if (!op) {
+			tern_lane_tx_done(tl->lane, f);
+		} else {
+			op->held = true;
+			if (op->kind == TERN_RDMA_OP_REG)
+				list_add_tail(&op->wait, &tl->regs);
+			else
+				buf->op = op;	/* done with this SEND */
+		}
+		if (inv)
+			break;	/* one invalidation per SEND */
 	}
 
 	if (off == sizeof(*h)) {
@@ -502,7 +1154,8 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	wr.wr_cqe = &buf->cqe;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	wr.opcode = IB_WR_SEND;
+	wr.opcode = inv ? IB_WR_SEND_WITH_INV : IB_WR_SEND;
+	wr.ex.invalidate_rkey = inv_rkey;
 	wr.send_flags = IB_SEND_SIGNALED;
 	ib_dma_sync_single_for_device(tl->dev, buf->dma, off, DMA_TO_DEVICE);
 	ret = ib_post_send(tl->cm_id->qp, &wr, NULL);
@@ -524,6 +1177,12 @@ static void tern_rdma_io_work(struct work_struct *work)
 	if (tl->failed)
 		return;
 	do {
+		int done = tern_rdma_ops_step(tl);
+
+		if (done < 0) {
+			sent = done;
+			goto fail;
+		}
 		received = tern_rdma_recv_step(tl);
 		if (received < 0) {
 			sent = received;
@@ -532,7 +1191,7 @@ static void tern_rdma_io_work(struct work_struct *work)
 		sent = tern_rdma_send_step(tl);
 		if (sent < 0)
 			goto fail;
-		if (!sent && !received)
+		if (!sent && !received && !done)
 			return;
 	} while (--budget);
 	/* yield, then go on */
@@ -607,6 +1266,12 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 	tl->kind = TERN_RDMA_CTX_LANE;
 	spin_lock_init(&tl->lock);
 	INIT_LIST_HEAD(&tl->rx_done);
+	INIT_LIST_HEAD(&tl->op_done);
+	INIT_LIST_HEAD(&tl->mrs);
+	INIT_LIST_HEAD(&tl->ops);
+	INIT_LIST_HEAD(&tl->regs);
+	INIT_LIST_HEAD(&tl->pull_wait);
+	tl->err_cqe.done = tern_rdma_err_done;
 	INIT_WORK(&tl->io_work, tern_rdma_io_work);
 	init_completion(&tl->cm_done);
 	tl->rx_state = TERN_RDMA_RX_HDR;
@@ -630,8 +1295,13 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	int err;
 
 	tl->dev = id->device;
+	tl->port_num = id->port_num;
+	/* REG_MR + LOCAL_INV per MR, and READ/WRITE work requests */
+	tl->sq_size = 2 * READ_ONCE(mr_count) +
+		      clamp(READ_ONCE(rw_ctxs), 16U, 4096U);
+	tl->sq_free = tl->sq_size;
 	/* sends + receives, and one of each for ib_drain_qp() */
-	tl->cq_size = tl->nr_sbufs + tl->nr_rbufs + 2;
+	tl->cq_size = tl->nr_sbufs + tl->sq_size + tl->nr_rbufs + 2;
 
 	tl->pd = ib_alloc_pd(tl->dev, 0);
 	if (IS_ERR(tl->pd)) {
@@ -653,9 +1323,12 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	attr.event_handler = NULL;
 	attr.send_cq = tl->cq;
 	attr.recv_cq = tl->cq;
-	attr.cap.max_send_wr = tl->nr_sbufs + 1;
+	/* rdma_rw adds one WR per context to max_send_wr */
+	attr.cap.max_send_wr = tl->nr_sbufs + 1 + 2 * READ_ONCE(mr_count);
+	attr.cap.max_rdma_ctxs = tl->sq_size - 2 * READ_ONCE(mr_count);
+	attr.port_num = tl->port_num;
 	attr.cap.max_recv_wr = tl->nr_rbufs + 1;
-	attr.cap.max_send_sge = 1;
+	attr.cap.max_send_sge = min_t(u32, tl->dev->attrs.max_send_sge, 32);
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
@@ -663,6 +1336,18 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	if (err)
 		goto out_cq;
 	tl->qp_created = true;
+
+	/* FRWR for our own buffers; without it requests carry data inline */
+	tl->mr_max_pages = min_t(u32, READ_ONCE(mr_pages),
+				 tl->dev->attrs.max_fast_reg_page_list_len);
+	if (READ_ONCE(mr_count) && tl->mr_max_pages &&
+	    (tl->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)) {
+		err = ib_mr_pool_init(id->qp, &tl->mrs, READ_ONCE(mr_count),
+				      IB_MR_TYPE_MEM_REG, tl->mr_max_pages, 0);
+		if (err)
+			goto out_qp;
+		tl->mr_pool = true;
+	}
 
 	err = -ENOMEM;
 	tl->rbufs = tern_rdma_alloc_bufs(tl, tl->nr_rbufs, DMA_FROM_DEVICE,
@@ -683,6 +1368,9 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 out_qp:
 	/* Flush what was posted before the buffers go away. */
 	ib_drain_qp(id->qp);
+	if (tl->mr_pool)
+		ib_mr_pool_destroy(id->qp, &tl->mrs);
+	tl->mr_pool = false;
 	rdma_destroy_qp(id);
 	tl->qp_created = false;
 	tern_rdma_free_bufs(tl, tl->sbufs, tl->nr_sbufs, DMA_TO_DEVICE);
@@ -698,15 +1386,39 @@ out_pd:
 	return err;
 }
 
-/* Tear down the queue; the cm_id stays. Nothing may be queued meanwhile. */
+/*
+ * Tear down the queue; the cm_id stays. Nothing may be queued meanwhile.
+ * Once the QP is drained the peer cannot reach our MRs any more: they go
+ * back to the pool, and then the frames and requests of unfinished ops
+ * go back to the core.
+ */
 static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 {
+	struct tern_rdma_op *op, *tmp;
+
 	/* io_work posts; with ->stopped set nothing queues it again. */
 	cancel_work_sync(&tl->io_work);
 	if (tl->qp_created) {
 		ib_drain_qp(tl->cm_id->qp);
+		list_for_each_entry(op, &tl->ops, entry)
+			tern_rdma_op_unmap(tl, op);
+		if (tl->mr_pool)
+			ib_mr_pool_destroy(tl->cm_id->qp, &tl->mrs);
+		tl->mr_pool = false;
 		rdma_destroy_qp(tl->cm_id);
 		tl->qp_created = false;
+	}
+	INIT_LIST_HEAD(&tl->op_done);
+	INIT_LIST_HEAD(&tl->regs);
+	INIT_LIST_HEAD(&tl->pull_wait);
+	tl->tx_op = NULL;
+	list_for_each_entry_safe(op, tmp, &tl->ops, entry) {
+		list_del(&op->entry);
+		if (op->kind == TERN_RDMA_OP_PULL)
+			tern_srv_req_pulled(op->sreq, -ECONNRESET);
+		else if (op->held)
+			tern_lane_tx_done(tl->lane, op->frame);
+		kfree(op);
 	}
 	tern_rdma_free_bufs(tl, tl->sbufs, tl->nr_sbufs, DMA_TO_DEVICE);
 	tern_rdma_free_bufs(tl, tl->rbufs, tl->nr_rbufs, DMA_FROM_DEVICE);
@@ -755,12 +1467,24 @@ static int tern_rdma_take_priv(struct tern_rdma_lane *tl, const void *data,
 	return 0;
 }
 
-static void tern_rdma_conn_param(struct rdma_conn_param *param,
-				 const struct tern_rdma_cm_priv *priv)
+static void tern_rdma_conn_param(struct tern_rdma_lane *tl,
+				 struct rdma_conn_param *param,
+				 const struct tern_rdma_cm_priv *priv,
+				 const struct rdma_conn_param *peer)
 {
+	u32 resp = min_t(u32, tl->dev->attrs.max_qp_rd_atom, 16);
+	u32 init = min_t(u32, tl->dev->attrs.max_qp_init_rd_atom, 16);
+
 	memset(param, 0, sizeof(*param));
 	param->private_data = priv;
 	param->private_data_len = sizeof(*priv);
+	/* RDMA READs in both directions: the peer reads our buffers */
+	if (peer) {
+		resp = min_t(u32, resp, peer->initiator_depth);
+		init = min_t(u32, init, peer->responder_resources);
+	}
+	param->responder_resources = resp;
+	param->initiator_depth = init;
 	param->flow_control = 1;
 	param->retry_count = 7;
 	/* Credits guarantee a posted buffer: an RNR NAK is a bug. */
@@ -920,7 +1644,7 @@ static int tern_rdma_connect(struct tern_lane *lane,
 	if (err)
 		goto fail;
 	tern_rdma_fill_priv(tl, &priv);
-	tern_rdma_conn_param(&param, &priv);
+	tern_rdma_conn_param(tl, &param, &priv, NULL);
 	err = rdma_connect(tl->cm_id, &param);
 	if (!err)
 		err = tern_rdma_wait(tl, deadline);
@@ -983,7 +1707,7 @@ static int tern_rdma_accept(struct tern_rdma_listener *tll,
 		goto abort;
 
 	tern_rdma_fill_priv(tl, &priv);
-	tern_rdma_conn_param(&param, &priv);
+	tern_rdma_conn_param(tl, &param, &priv, &ev->param.conn);
 	err = rdma_accept(id, &param);
 	if (err)
 		goto abort;
@@ -1202,7 +1926,37 @@ static struct tern_transport_ops tern_rdma_ops = {
 	.connect	= tern_rdma_connect,
 	.kick		= tern_rdma_kick,
 	.shutdown	= tern_rdma_shutdown,
+	.pull		= tern_rdma_pull,
 };
+
+static struct dentry *tern_rdma_dbg;
+
+static int tern_rdma_stats_show(struct seq_file *m, void *v)
+{
+	static const struct {
+		const char	*name;
+		atomic64_t	*val;
+	} f[] = {
+		{ "registrations",	&tern_rdma_stats.registrations },
+		{ "zc_requests",	&tern_rdma_stats.zc_requests },
+		{ "inline_fallbacks",	&tern_rdma_stats.inline_fallbacks },
+		{ "local_invalidates",	&tern_rdma_stats.local_invalidates },
+		{ "remote_invalidates",	&tern_rdma_stats.remote_invalidates },
+		{ "rdma_reads",		&tern_rdma_stats.rdma_reads },
+		{ "rdma_read_bytes",	&tern_rdma_stats.rdma_read_bytes },
+		{ "rdma_writes",	&tern_rdma_stats.rdma_writes },
+		{ "rdma_write_bytes",	&tern_rdma_stats.rdma_write_bytes },
+		{ "credit_stalls",	&tern_rdma_stats.credit_stalls },
+		{ "sq_stalls",		&tern_rdma_stats.sq_stalls },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(f); i++)
+		seq_printf(m, "%s %lld\n", f[i].name,
+			   (long long)atomic64_read(f[i].val));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tern_rdma_stats);
 
 static int __init tern_rdma_init(void)
 {
@@ -1212,15 +1966,21 @@ static int __init tern_rdma_init(void)
 				       0);
 	if (!tern_rdma_wq)
 		return -ENOMEM;
+	tern_rdma_dbg = debugfs_create_dir("tern_rdma", NULL);
+	debugfs_create_file("stats", 0400, tern_rdma_dbg, NULL,
+			    &tern_rdma_stats_fops);
 	err = tern_transport_register(&tern_rdma_ops);
-	if (err)
+	if (err) {
+		debugfs_remove_recursive(tern_rdma_dbg);
 		destroy_workqueue(tern_rdma_wq);
+	}
 	return err;
 }
 
 static void __exit tern_rdma_exit(void)
 {
 	tern_transport_unregister(&tern_rdma_ops);
+	debugfs_remove_recursive(tern_rdma_dbg);
 	destroy_workqueue(tern_rdma_wq);
 }
 

@@ -37,7 +37,8 @@ enum tern_wire_type {
 #define TERN_WIRE_F_DATA_FROM_RESPONDER	(1U << 1) /* request: responder pushes */
 #define TERN_WIRE_F_RESENT		(1U << 2) /* request sent before */
 #define TERN_WIRE_F_DATA_CRC		(1U << 3) /* data_crc is valid */
-#define TERN_WIRE_F_ALL			0x000f
+#define TERN_WIRE_F_REMOTE		(1U << 4) /* data in requester memory */
+#define TERN_WIRE_F_ALL			0x001f
 
 struct tern_wire_hdr {
 	__le32	magic;		/* TERN_WIRE_MAGIC */
@@ -57,7 +58,26 @@ struct tern_wire_hdr {
 
 /* Feature bits carried in tern_wire_hello.features. */
 #define TERN_FEAT_DATA_CRC	(1U << 0)
-#define TERN_FEAT_ALL		TERN_FEAT_DATA_CRC
+#define TERN_FEAT_REMOTE_DATA	(1U << 1)	/* TERN_WIRE_F_REMOTE allowed */
+#define TERN_FEAT_ALL		(TERN_FEAT_DATA_CRC | TERN_FEAT_REMOTE_DATA)
+
+/*
+ * Remote data descriptor (TERN_FEAT_REMOTE_DATA). A REQUEST with
+ * TERN_WIRE_F_REMOTE carries 1..TERN_WIRE_MAX_RDESC of these as its data
+ * (data_len = 16 * n) instead of the data itself; their lengths add up to
+ * buf_len and describe the requester's buffer in order. The responder
+ * reads (TO_RESPONDER) or writes (FROM_RESPONDER) it with the transport's
+ * remote memory access. A REPLY with TERN_WIRE_F_REMOTE has data_len 0
+ * and buf_len = bytes written into the buffer. data_crc, when on, covers
+ * the front and then the described data, never the descriptors.
+ */
+struct tern_wire_rdesc {
+	__le64	addr;		/* remote address (RDMA: MR iova) */
+	__le32	len;		/* bytes, > 0 */
+	__le32	rkey;		/* RDMA: the MR's remote key */
+};
+
+#define TERN_WIRE_MAX_RDESC	64
 
 /*
  * Front of HELLO and HELLO_ACK. The connector proposes, the acceptor
@@ -116,6 +136,7 @@ static_assert(sizeof(struct tern_wire_hdr) == 48);
 static_assert(sizeof(struct tern_wire_hello) == 56);
 static_assert(sizeof(struct tern_rdma_msg_hdr) == 8);
 static_assert(sizeof(struct tern_rdma_cm_priv) == 16);
+static_assert(sizeof(struct tern_wire_rdesc) == 16);
 #endif
 
 #endif /* _UAPI_TERN_WIRE_H */

@@ -352,15 +352,37 @@ unload() {
 	! grep -qE "^(tern|tern_bench|tern_$TRANSPORT) " /proc/modules
 }
 
+# Zero-copy counters, so that a silent fallback to inline data fails: over
+# RDMA the size matrix above the inline threshold registered MRs, the
+# echo READ and WROTE the data and the replies invalidated the requester's
+# rkeys; over TCP the core never moved data remotely.
+zero_copy() {
+	local f=/sys/kernel/debug/tern_rdma/stats k v pulls pushes
+	pulls=$(total_of remote_pulls) pushes=$(total_of remote_pushes)
+	echo "core: remote_pulls $pulls, remote_pushes $pushes"
+	if [ "$TRANSPORT" != rdma ]; then
+		[ "$pulls" = 0 ] && [ "$pushes" = 0 ]
+		return
+	fi
+	cat "$f" || return 1
+	for k in registrations zc_requests local_invalidates \
+		remote_invalidates rdma_reads rdma_read_bytes rdma_writes \
+		rdma_write_bytes; do
+		v=$(awk -v k=$k '$1 == k { print $2 }' "$f")
+		[ "${v:-0}" -gt 0 ] || { echo "$k = ${v:-missing}"; return 1; }
+	done
+	[ "$pulls" -gt 0 ] && [ "$pushes" -gt 0 ]
+}
+
 slab_kb() {
 	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
 }
 
-ktap_plan 20
+ktap_plan 21
 
 if [ -z "$HOST4" ] || [ ! -x "$TERNADM" ]; then
 	ktap_info "no host for $TRANSPORT or no ternadm ($TERNADM)"
-	for _ in $(seq 20); do ktap_skip "setup missing"; done
+	for _ in $(seq 21); do ktap_skip "setup missing"; done
 	ktap_finish
 fi
 
@@ -398,6 +420,7 @@ else
 fi
 check "one direction at a time (to, from), unaligned, verified" \
 	one_way "$URI4"
+check "data moved zero-copy over rdma (counters), never over tcp" zero_copy
 check "100k messages on 4 lanes: all matched once, echo saw >= 100k, no duplicates" \
 	many_messages
 check "4 sessions x 2 lanes with crc, verified; a timed run reports sane numbers" \
