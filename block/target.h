@@ -26,6 +26,21 @@
 #define TERN_TGT_MAX_RANGE_SECTORS	BIT(22)
 #define TERN_TGT_MAX_HOSTS		16
 
+/*
+ * What an export submitted to its backend, one count per request (a
+ * request split into several bios counts once); shown by exports/X/stats.
+ */
+enum tern_tgt_stat {
+	TERN_TGT_STAT_READS,
+	TERN_TGT_STAT_WRITES,
+	TERN_TGT_STAT_FUA,		/* writes sent REQ_FUA or RWF_DSYNC */
+	TERN_TGT_STAT_FLUSHES,
+	TERN_TGT_STAT_DISCARDS,
+	TERN_TGT_STAT_WRITE_ZEROES,
+	TERN_TGT_STAT_ERRORS,		/* failed in the backend */
+	TERN_TGT_STAT_NR,
+};
+
 /**
  * struct tern_tgt_export - one exported block device or file
  *
@@ -58,6 +73,8 @@ struct tern_tgt_export {
 	unsigned int		gen;
 	unsigned int		nr_io;
 	wait_queue_head_t	io_wait;
+
+	atomic64_t		stats[TERN_TGT_STAT_NR];
 };
 
 /* A link ports/NAME/exports/X -> exports/X. */
@@ -126,6 +143,12 @@ extern struct mutex tern_tgt_mutex;
 extern struct list_head tern_tgt_exports;
 extern struct list_head tern_tgt_ports;
 extern struct workqueue_struct *tern_tgt_wq;
+
+static inline void tern_tgt_count(struct tern_tgt_export *exp,
+				  enum tern_tgt_stat stat)
+{
+	atomic64_inc(&exp->stats[stat]);
+}
 
 /* target_configfs.c */
 int tern_tgt_configfs_init(void);

@@ -281,16 +281,42 @@ static ssize_t tern_tgt_export_enable_store(struct config_item *item,
 	return err ?: count;
 }
 
+static const char * const tern_tgt_stat_names[TERN_TGT_STAT_NR] = {
+	[TERN_TGT_STAT_READS]		= "reads",
+	[TERN_TGT_STAT_WRITES]		= "writes",
+	[TERN_TGT_STAT_FUA]		= "fua",
+	[TERN_TGT_STAT_FLUSHES]		= "flushes",
+	[TERN_TGT_STAT_DISCARDS]	= "discards",
+	[TERN_TGT_STAT_WRITE_ZEROES]	= "write_zeroes",
+	[TERN_TGT_STAT_ERRORS]		= "errors",
+};
+
+/* One "name count" line per counter, since the export was made. */
+static ssize_t tern_tgt_export_stats_show(struct config_item *item,
+					  char *page)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	int i, len = 0;
+
+	for (i = 0; i < TERN_TGT_STAT_NR; i++)
+		len += sysfs_emit_at(page, len, "%s %lld\n",
+				     tern_tgt_stat_names[i],
+				     atomic64_read(&exp->stats[i]));
+	return len;
+}
+
 CONFIGFS_ATTR(tern_tgt_export_, device_path);
 CONFIGFS_ATTR(tern_tgt_export_, read_only);
 CONFIGFS_ATTR(tern_tgt_export_, allowed_hosts);
 CONFIGFS_ATTR(tern_tgt_export_, enable);
+CONFIGFS_ATTR_RO(tern_tgt_export_, stats);
 
 static struct configfs_attribute *tern_tgt_export_attrs[] = {
 	&tern_tgt_export_attr_device_path,
 	&tern_tgt_export_attr_read_only,
 	&tern_tgt_export_attr_allowed_hosts,
 	&tern_tgt_export_attr_enable,
+	&tern_tgt_export_attr_stats,
 	NULL,
 };
 

@@ -201,6 +201,8 @@ static void tern_tgt_bio_end_io(struct bio *bio)
 	struct tern_tgt_io *io = bio->bi_private;
 	int err = blk_status_to_errno(bio->bi_status);
 
+	if (err)
+		tern_tgt_count(io->exp, TERN_TGT_STAT_ERRORS);
 	bio_put(bio);
 	tern_tgt_io_complete(io, err);
 }
@@ -216,10 +218,14 @@ static void tern_tgt_bdev_rw(struct tern_tgt_io *io)
 
 	if (io->op == TERN_BLK_OP_READ) {
 		opf = REQ_OP_READ;
+		tern_tgt_count(io->exp, TERN_TGT_STAT_READS);
 	} else {
 		opf = REQ_OP_WRITE | REQ_SYNC | REQ_IDLE;
 		if (io->flags & TERN_BLK_F_FUA)
 			opf |= REQ_FUA;
+		tern_tgt_count(io->exp, TERN_TGT_STAT_WRITES);
+		if (opf & REQ_FUA)
+			tern_tgt_count(io->exp, TERN_TGT_STAT_FUA);
 	}
 
 	bio = bio_alloc(bdev, min_t(unsigned int, left, BIO_MAX_VECS), opf,
@@ -249,9 +255,11 @@ static int tern_tgt_file_rw(struct tern_tgt_io *io)
 	struct file *file = io->exp->file;
 	loff_t pos = (loff_t)io->sector << SECTOR_SHIFT;
 	struct iov_iter iter;
+	rwf_t rwf = 0;
 	ssize_t ret;
 
 	if (io->op == TERN_BLK_OP_READ) {
+		tern_tgt_count(io->exp, TERN_TGT_STAT_READS);
 		iov_iter_bvec(&iter, ITER_DEST, io->bvec, io->nr_bvec, io->len);
 		ret = vfs_iter_read(file, &iter, &pos, 0);
 		/* a file that shrank under us reads as zeroes */
@@ -260,10 +268,14 @@ static int tern_tgt_file_rw(struct tern_tgt_io *io)
 			ret = io->len;
 		}
 	} else {
+		if (io->flags & TERN_BLK_F_FUA)
+			rwf = RWF_DSYNC;
+		tern_tgt_count(io->exp, TERN_TGT_STAT_WRITES);
+		if (rwf & RWF_DSYNC)
+			tern_tgt_count(io->exp, TERN_TGT_STAT_FUA);
 		iov_iter_bvec(&iter, ITER_SOURCE, io->bvec, io->nr_bvec,
 			      io->len);
-		ret = vfs_iter_write(file, &iter, &pos,
-				     io->flags & TERN_BLK_F_FUA ? RWF_DSYNC : 0);
+		ret = vfs_iter_write(file, &iter, &pos, rwf);
 	}
 	if (ret < 0)
 		return ret;
@@ -335,6 +347,8 @@ static void tern_tgt_io_work(struct work_struct *work)
 		err = tern_tgt_file_rw(io);
 	else
 		err = tern_tgt_file_other(io);
+	if (err)
+		tern_tgt_count(io->exp, TERN_TGT_STAT_ERRORS);
 	tern_tgt_io_complete(io, err);
 }
 
@@ -342,6 +356,18 @@ static void tern_tgt_io_work(struct work_struct *work)
 void tern_tgt_io_submit(struct tern_tgt_io *io)
 {
 	bool rw = io->op == TERN_BLK_OP_READ || io->op == TERN_BLK_OP_WRITE;
+
+	switch (io->op) {
+	case TERN_BLK_OP_FLUSH:
+		tern_tgt_count(io->exp, TERN_TGT_STAT_FLUSHES);
+		break;
+	case TERN_BLK_OP_DISCARD:
+		tern_tgt_count(io->exp, TERN_TGT_STAT_DISCARDS);
+		break;
+	case TERN_BLK_OP_WRITE_ZEROES:
+		tern_tgt_count(io->exp, TERN_TGT_STAT_WRITE_ZEROES);
+		break;
+	}
 
 	if (io->exp->bdev && rw) {
 		tern_tgt_bdev_rw(io);

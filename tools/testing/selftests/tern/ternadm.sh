@@ -10,28 +10,14 @@
 # Environment:
 #   TERNADM       the ternadm binary (default: the one built in the tree)
 
+# ternadm's command line does not depend on the transport: tcp only.
+TRANSPORT=tcp
 . "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/blk_lib.sh"
 
-dir=$(cd "$(dirname "$0")" && pwd)
-TERNADM=${TERNADM:-$dir/../../../ternadm/ternadm}
-[ -x "$TERNADM" ] || TERNADM=$(command -v ternadm)
-
-CFG=/sys/kernel/config/tern
-ADDR=127.0.0.1
 WORK=/var/tmp/tern-adm
 BACK=/dev/ram0
 DEV=
-
-adm() {
-	"$TERNADM" "$@"
-}
-
-tern_devs() {
-	local d
-	for d in /sys/block/tern*; do
-		[ -e "$d" ] && echo "${d##*/}"
-	done
-}
 
 # what ternadm can change: devices, exports, ports and links
 state() {
@@ -40,8 +26,7 @@ state() {
 }
 
 setup_modules() {
-	modprobe tern_tcp && modprobe tern_target && modprobe tern_blk &&
-		modprobe brd rd_nr=1 rd_size=32768 max_part=0 || return 1
+	blk_modprobe && modprobe brd rd_nr=1 rd_size=32768 max_part=0 || return 1
 	mkdir -p "$WORK" || return 1
 	[ -x "$TERNADM" ] && [ -d "$CFG/exports" ] && [ -b "$BACK" ]
 }
@@ -257,9 +242,7 @@ unload() {
 	if grep -q '^tern_rdma ' /proc/modules; then
 		modprobe -r tern_rdma || return 1
 	fi
-	modprobe -r tern_blk && modprobe -r tern_target && modprobe -r brd &&
-		modprobe -r tern_tcp || return 1
-	! grep -q '^tern' /proc/modules
+	blk_unload brd
 }
 
 ktap_plan 12

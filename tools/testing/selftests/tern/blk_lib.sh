@@ -1,0 +1,160 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers shared by the block layer selftests (blk.sh, blk_stress.sh,
+# ternadm.sh): the transport and its addresses, mapping and unmapping
+# through /dev/tern-blk-ctl or ternadm, waiting for devices, block and
+# target counters, kmalloc usage. Sourced after ktap.sh.
+#
+# Environment:
+#   TRANSPORT     tcp (default) or rdma
+#   TERN_RDMA_ADDR0/1  the soft-RoCE addresses (tools/testing/vm/run --rdma);
+#                 over rdma ports listen on these, over tcp on 127.0.0.1
+#   TERNADM       the ternadm binary (default: the one built in the tree)
+
+CFG=/sys/kernel/config/tern
+CTL=/dev/tern-blk-ctl
+TRANSPORT=${TRANSPORT:-tcp}
+case "$TRANSPORT" in
+rdma)
+	ADDR=${TERN_RDMA_ADDR0:-}
+	ADDR1=${TERN_RDMA_ADDR1:-}
+	;;
+*)
+	ADDR=127.0.0.1
+	ADDR1=127.0.0.1
+	;;
+esac
+
+_blk_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TERNADM=${TERNADM:-$_blk_lib_dir/../../../ternadm/ternadm}
+[ -x "$TERNADM" ] || TERNADM=$(command -v ternadm)
+
+# check DESCRIPTION COMMAND...: ktap_check, then the seconds it took
+check() {
+	local t0=$SECONDS
+	ktap_check "$@"
+	ktap_info "$((SECONDS - t0)) s"
+}
+
+adm() {
+	"$TERNADM" "$@"
+}
+
+# blk_transport_ready: the transport can run here; says why not
+blk_transport_ready() {
+	case "$TRANSPORT" in
+	tcp) return 0 ;;
+	rdma)
+		[ -n "$ADDR" ] && [ -n "$ADDR1" ] && return 0
+		echo "no soft-RoCE addresses (run with tools/testing/vm/run --rdma)"
+		;;
+	*) echo "unknown TRANSPORT=$TRANSPORT" ;;
+	esac
+	return 1
+}
+
+# blk_modprobe MODULE...: the transport module, the target, the client
+blk_modprobe() {
+	local m
+	for m in "tern_$TRANSPORT" tern_target tern_blk "$@"; do
+		modprobe "$m" || return 1
+	done
+}
+
+# blk_unload MODULE...: unload the block modules, the transport module
+# and the named ones; no module of ours is left
+blk_unload() {
+	local m
+	for m in tern_blk tern_target "$@" "tern_$TRANSPORT"; do
+		modprobe -r "$m" || { echo "cannot unload $m"; return 1; }
+	done
+	! grep -q '^tern' /proc/modules
+}
+
+# map OPTIONS: map through the control device, print the new device name;
+# fail as the write fails
+map() {
+	local fd name
+	exec {fd}<>"$CTL" || return 1
+	if ! printf '%s' "$1" 2>/dev/null 1>&"$fd"; then
+		exec {fd}>&-
+		return 1
+	fi
+	read -r name <&"$fd"
+	exec {fd}>&-
+	[ -b "/dev/$name" ] || udevadm settle 2>/dev/null
+	[ -n "$name" ] && echo "$name"
+}
+
+unmap() {
+	printf 'remove=%s' "$1" > "$CTL"
+}
+
+# map_dev EXPORT SERVICE [OPTIONS...]: map ADDR:SERVICE/EXPORT with
+# ternadm, print ternN
+map_dev() {
+	local exp=$1 svc=$2
+	shift 2
+	map_uri "$TRANSPORT://$ADDR:$svc/$exp" "$@"
+}
+
+# map_uri URI [OPTIONS...]: map with ternadm, print ternN
+map_uri() {
+	local out
+	out=$(adm map "$@") || return 1
+	case "$out" in /dev/tern[0-9]*) ;; *) return 1 ;; esac
+	[ -b "$out" ] || udevadm settle 2>/dev/null
+	[ -b "$out" ] && [ -d "/sys/block/${out#/dev/}" ] || return 1
+	echo "${out#/dev/}"
+}
+
+# the mapped devices, one name a line
+tern_devs() {
+	local d
+	for d in /sys/block/tern*; do
+		[ -e "$d" ] && echo "${d##*/}"
+	done
+}
+
+# wait_bdev NAME: /dev/NAME appears within 5 s
+wait_bdev() {
+	for _ in $(seq 50); do
+		[ -b "/dev/$1" ] && return 0
+		sleep 0.1
+	done
+	echo "/dev/$1 did not appear"
+	return 1
+}
+
+# stat_field DEV N: field N of /sys/block/DEV/stat (5: write I/Os,
+# 12: discard I/Os, 16: flush I/Os)
+stat_field() {
+	awk -v n="$2" '{ print $n }' "/sys/block/$1/stat"
+}
+
+# export_stat EXPORT COUNTER: one counter of the target's
+# exports/EXPORT/stats (reads, writes, fua, flushes, discards,
+# write_zeroes, errors)
+export_stat() {
+	awk -v k="$2" '$1 == k { print $2; f = 1 } END { exit !f }' \
+		"$CFG/exports/$1/stats"
+}
+
+# Bytes held by the generic kmalloc caches (as fuzz.sh counts them).
+kmalloc_bytes() {
+	awk '$1 ~ /^kmalloc-[0-9kr]/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
+}
+
+# kmalloc bytes once delayed frees settled: the lowest of a few samples
+kmalloc_settled() {
+	local b min=
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	for _ in 1 2 3; do
+		sleep 0.5
+		b=$(kmalloc_bytes)
+		[ -z "$min" ] || [ "$b" -lt "$min" ] && min=$b
+	done
+	echo "$min"
+}
