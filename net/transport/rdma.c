@@ -40,11 +40,13 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bits.h>
 #include <linux/completion.h>
 #include <linux/debugfs.h>
 #include <linux/inet.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/random.h>
 #include <linux/scatterlist.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -111,6 +113,16 @@ static unsigned int rw_ctxs = 256;
 module_param(rw_ctxs, uint, 0444);
 MODULE_PARM_DESC(rw_ctxs,
 		 "Send queue room per lane for RDMA READ/WRITE work requests (default 256)");
+
+static unsigned int inject_bad_rkey_every;
+module_param(inject_bad_rkey_every, uint, 0644);
+MODULE_PARM_DESC(inject_bad_rkey_every,
+		 "Send a remote data descriptor with a wrong rkey with a chance of one in N requests (0 = off; testing only)");
+
+static unsigned int inject_bad_len_every;
+module_param(inject_bad_len_every, uint, 0644);
+MODULE_PARM_DESC(inject_bad_len_every,
+		 "Send a remote data descriptor with a wrong length with a chance of one in N requests (0 = off; testing only)");
 
 #define TERN_RDMA_MIN_BUF	4096U
 #define TERN_RDMA_MAX_BUF	65536U
@@ -203,6 +215,8 @@ static struct {
 	atomic64_t	rdma_write_bytes;
 	atomic64_t	credit_stalls;
 	atomic64_t	sq_stalls;
+	atomic64_t	injected_bad_rkeys;
+	atomic64_t	injected_bad_lens;
 } tern_rdma_stats;
 
 #define TERN_RDMA_STAT(f, v)	atomic64_add(v, &tern_rdma_stats.f)
@@ -248,6 +262,7 @@ struct tern_rdma_lane {
 	struct kvec		tx_kvec;
 	bool			rx_inv;		/* current message invalidated */
 	u32			rx_inv_rkey;
+	bool			rx_msg_end;	/* fed the message's last byte */
 
 	struct tern_rdma_buf	*rbufs;
 	unsigned int		nr_rbufs;
@@ -528,6 +543,36 @@ static int tern_rdma_bvec_sgt(struct sg_table *sgt, const struct bio_vec *bv,
 	return 0;
 }
 
+static bool tern_rdma_one_in(unsigned int n)
+{
+	return n && get_random_u32_below(n) == 0;
+}
+
+/*
+ * Fault injection: spoil one descriptor of a registered request as it
+ * goes on the wire (the MR itself is left alone). A key of the same MR
+ * with another key byte is never valid, so the responder's RDMA READ or
+ * WRITE fails with a remote access error and both QPs go to the error
+ * state; a length that no longer adds up to buf_len is a protocol error
+ * at the responder. Either way the lane drops, reconnects and the
+ * request is resent with a fresh registration.
+ */
+static void tern_rdma_inject_desc(struct tern_rdma_op *op)
+{
+	struct tern_wire_rdesc *d;
+
+	if (tern_rdma_one_in(READ_ONCE(inject_bad_rkey_every))) {
+		d = &op->desc[get_random_u32_below(op->nr_mr)];
+		d->rkey ^= cpu_to_le32(0xff);
+		TERN_RDMA_STAT(injected_bad_rkeys, 1);
+	}
+	if (tern_rdma_one_in(READ_ONCE(inject_bad_len_every))) {
+		d = &op->desc[get_random_u32_below(op->nr_mr)];
+		d->len ^= cpu_to_le32(BIT(get_random_u32_below(32)));
+		TERN_RDMA_STAT(injected_bad_lens, 1);
+	}
+}
+
 /*
  * Requester: register the buffer of a REQUEST frame in FRWR MRs, one
  * descriptor each. Return: the op; NULL to send the data inline (small,
@@ -607,6 +652,7 @@ static struct tern_rdma_op *tern_rdma_reg_prepare(struct tern_rdma_lane *tl,
 		if (err)
 			return ERR_PTR(err);	/* shutdown frees the op */
 	}
+	tern_rdma_inject_desc(op);
 	TERN_RDMA_STAT(registrations, op->nr_mr);
 	TERN_RDMA_STAT(zc_requests, 1);
 	return op;
@@ -779,11 +825,16 @@ static int tern_rdma_ops_step(struct tern_rdma_lane *tl)
  * Requester: the reply to a request is complete. If we registered its
  * buffer, it must die before the request completes: the peer invalidated
  * the first MR with its SEND (checked to be ours), LOCAL_INV the rest.
+ * A SEND_WITH_INV ends with the reply it invalidates for (the sender
+ * stops filling the SEND there), so the invalidation is that reply's
+ * only if the reply ends the message: replies to inline requests may
+ * come before it in the same SEND.
  */
 static int tern_rdma_reply_seen(struct tern_rdma_lane *tl)
 {
 	struct tern_lane_rx *rx = &tl->lane->rx;
 	bool remote = le16_to_cpu(rx->hdr.flags) & TERN_WIRE_F_REMOTE;
+	bool inv = tl->rx_inv && tl->rx_msg_end;
 	u64 tid = le64_to_cpu(rx->hdr.tid);
 	struct tern_rdma_op *op = NULL, *it;
 	unsigned int i, first = 0, n;
@@ -796,7 +847,7 @@ static int tern_rdma_reply_seen(struct tern_rdma_lane *tl)
 		}
 	}
 	if (!op) {
-		if (remote || tl->rx_inv)
+		if (remote || inv)
 			return tern_rdma_proto_err(tl, "reply to tid %llu: buffer not ours",
 						   tid);
 		return 0;
@@ -805,7 +856,7 @@ static int tern_rdma_reply_seen(struct tern_rdma_lane *tl)
 		     op->dir == DMA_FROM_DEVICE && rx->data_len)
 		return tern_rdma_proto_err(tl, "reply to tid %llu does not match its registration",
 					   tid);
-	if (tl->rx_inv) {
+	if (inv) {
 		if (tl->rx_inv_rkey != op->mr[0]->rkey)
 			return tern_rdma_proto_err(tl, "rkey 0x%x invalidated, not tid %llu's",
 						   tl->rx_inv_rkey, tid);
@@ -900,6 +951,7 @@ static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
 		}
 		p += n;
 		len -= n;
+		tl->rx_msg_end = !len;
 		ret = tern_rdma_rx_settle(tl);
 		if (ret)
 			return ret;
@@ -1948,6 +2000,8 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		{ "rdma_write_bytes",	&tern_rdma_stats.rdma_write_bytes },
 		{ "credit_stalls",	&tern_rdma_stats.credit_stalls },
 		{ "sq_stalls",		&tern_rdma_stats.sq_stalls },
+		{ "injected_bad_rkeys",	&tern_rdma_stats.injected_bad_rkeys },
+		{ "injected_bad_lens",	&tern_rdma_stats.injected_bad_lens },
 	};
 	unsigned int i;
 

@@ -5,7 +5,11 @@
 # malformed frames over many connections. The listener must count the
 # protocol errors, keep accepting, still serve a good client with its
 # data intact, free what the junk allocated, and let the modules unload.
-# The lane fails the run on any oops or WARN.
+# Then requests with remote data descriptors (TERN_WIRE_F_REMOTE), well
+# formed and not, after handshakes offering TERN_FEAT_REMOTE_DATA: TCP
+# has no remote memory access, so the feature is never granted, no such
+# request is answered, and every one drops its lane with a protocol
+# error counted. The lane fails the run on any oops or WARN.
 
 . "$(dirname "$0")/ktap.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +29,28 @@ tern_counter() {
 		awk -v k="$1" '$1 ~ ("(^|\\.)" k "$") { n += $2 } END { print n + 0 }'
 }
 
-ktap_plan 7
+# A counter of every lane since tern loaded.
+total_of() {
+	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/tern/stats
+}
+
+# remote_case CASE: tern_fuzz runs only CASE; each F_REMOTE request must
+# have been refused (tern_fuzz checks the HELLO_ACK and the drop) and
+# counted as a protocol error.
+remote_case() {
+	local out rc p0 p1 sent
+	p0=$(total_of proto_errors)
+	out=$("$dir/tern_fuzz" -a 127.0.0.1 -p "$port" -n 600 -c "$1" 2>&1)
+	rc=$?
+	p1=$(total_of proto_errors)
+	echo "$out"
+	sent=$(echo "$out" | sed -n 's/.*remote-data requests \([0-9]*\) .*/\1/p')
+	echo "F_REMOTE requests $sent, proto_errors $p0 -> $p1"
+	[ "$rc" = 0 ] && [ "${sent:-0}" -ge 100 ] &&
+		[ $((p1 - p0)) -ge "$sent" ]
+}
+
+ktap_plan 10
 
 sync
 echo 3 > /proc/sys/vm/drop_caches
@@ -56,6 +81,14 @@ fi
 
 ktap_check "a good client is served afterwards, data verified" \
 	"$ternadm" bench run "tcp://127.0.0.1:$port" --count 2000 --size 4k \
+	--dir both --verify --crc
+
+ktap_check "well-formed F_REMOTE requests over tcp: feature never granted, never answered, lane dropped, counted" \
+	remote_case remote-request
+ktap_check "malformed F_REMOTE requests over tcp: never answered, lane dropped, counted" \
+	remote_case remote-bad-desc
+ktap_check "a good client is still served, 64k both ways with crc, verified" \
+	"$ternadm" bench run "tcp://127.0.0.1:$port" --count 500 --size 64k \
 	--dir both --verify --crc
 
 ktap_check "echo service stops" "$ternadm" bench stop

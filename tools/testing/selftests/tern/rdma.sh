@@ -14,13 +14,25 @@
 #    the link re-created 3 s later: the listener listens again, the lanes
 #    reconnect, the requests are resent, and the run ends with every
 #    request answered once and no error;
+#  - one lane carrying 4k reads and 64k reads and writes at once:
+#    replies to inline and to zero-copy requests share SENDs without a
+#    protocol error or reconnect;
 #  - the same device loss under a block device with loss_timeout=5: I/O
 #    fails with an error after the loss timeout (not before, no D state),
 #    and works again once the link is back;
+#  - zero-copy under faults: verified 64k runs while the requester sends
+#    descriptors with a wrong rkey (tern_rdma.inject_bad_rkey_every: the
+#    responder's RDMA READ/WRITE fails with a remote access error) or a
+#    wrong length (inject_bad_len_every: a protocol error at the
+#    responder); lanes reconnect, requests are resent, no error;
+#  - zero-copy short of MRs (tern_rdma reloaded with mr_count=6
+#    mr_pages=4): a 64k request takes four MRs, the rest falls back to
+#    inline data, all verified;
 #  - one export served over TCP and RDMA at once: a client on each
 #    transport writes and verifies its half with fio, and each half
 #    reads back identical through the other transport and from the
-#    backing device;
+#    backing device; the RDMA half moved its data by RDMA READ (writes)
+#    and RDMA WRITE (reads);
 #  - the modules unload and tern_rdma leaves no verbs resource behind.
 # Needs tools/testing/vm/run --rdma (TERN_RDMA_ADDR0, TERN_RDMA_DEV0).
 
@@ -159,7 +171,7 @@ fio_half() {
 
 # A client per transport on one export, at once; halves cross-checked.
 both_transports() {
-	local r t rc=0 pr pt
+	local r t rc=0 pr pt k d
 	r=$(blk_map "transport=rdma,address=$ADDR0,service=$BLK_PORT,export=rvol0,lanes=2,queue_depth=32") ||
 		return 1
 	# no lanes= here: the default is a lane per online CPU
@@ -167,10 +179,22 @@ both_transports() {
 		{ blk_unmap "$r"; return 1; }
 	echo "rdma: $r ($(cat /sys/block/$r/tern/transport)), tcp: $t ($(cat /sys/block/$t/tern/transport), $(cat /sys/block/$t/tern/lanes) lanes)"
 	[ "$(cat /sys/block/$t/tern/lanes)" = "$(nproc)" ] || rc=1
+	zc_snap
 	fio_half "$r" 0 & pr=$!
 	fio_half "$t" 1 & pt=$!
 	wait $pr || { echo "fio over rdma failed"; rc=1; }
 	wait $pt || { echo "fio over tcp failed"; rc=1; }
+	# block writes above inline_max: the target READs the client's
+	# pages; reads: the target WRITEs them (fio's bs goes to 128k)
+	zc_moved rdma_reads rdma_read_bytes rdma_writes rdma_write_bytes \
+		zc_requests remote_invalidates || rc=1
+	# mixed sizes: replies to inline and to zero-copy requests share
+	# SENDs, and none of that may look like a protocol error
+	for k in core_proto_errors core_reconnects; do
+		d=$(zc_delta $k)
+		echo "$k +$d"
+		[ "$d" = 0 ] || rc=1
+	done
 	# what one transport wrote, the other reads, and so does ram0
 	dd if="/dev/$r" of="$BLK_WORK/r" bs=1M count=64 iflag=direct status=none &&
 		dd if="/dev/$t" of="$BLK_WORK/t" bs=1M count=64 iflag=direct status=none &&
@@ -180,6 +204,33 @@ both_transports() {
 	rm -f "$BLK_WORK/r" "$BLK_WORK/t" "$BLK_WORK/b"
 	blk_unmap "$r" || rc=1
 	blk_unmap "$t" || rc=1
+	return $rc
+}
+
+# One lane, 4k reads (inline replies) and 64k reads and writes (replies
+# sent as SEND_WITH_INV) at once: the target packs replies of both kinds
+# into one SEND, and the invalidation belongs only to the reply that
+# ends it. Once taken for the earlier inline reply's: "buffer not ours",
+# a protocol error and a reconnect every few hundred I/Os.
+mixed_replies() {
+	local d rc=0 k v
+	d=$(blk_map "transport=rdma,address=$ADDR0,service=$BLK_PORT,export=rvol0,lanes=1,queue_depth=64") ||
+		return 1
+	zc_snap
+	fio --name=small --filename="/dev/$d" --rw=randread --bs=4k --iodepth=32 \
+		--ioengine=libaio --direct=1 --time_based --runtime=15 \
+		--output=/dev/null & v=$!
+	fio --name=big --filename="/dev/$d" --rw=randrw --bs=64k --iodepth=32 \
+		--ioengine=libaio --direct=1 --time_based --runtime=15 \
+		--output=/dev/null || rc=1
+	wait $v || rc=1
+	zc_moved remote_invalidates rdma_writes rdma_reads || rc=1
+	for k in core_proto_errors core_reconnects; do
+		v=$(zc_delta $k)
+		echo "$k +$v"
+		[ "$v" = 0 ] || rc=1
+	done
+	blk_unmap "$d" || rc=1
 	return $rc
 }
 
@@ -254,11 +305,125 @@ no_resources() {
 	[ $left = 0 ]
 }
 
-ktap_plan 12
+# --- zero-copy data path under faults and with few MRs ---------------
+ZC_STATS=/sys/kernel/debug/tern_rdma/stats
+ZC_PARAMS=/sys/module/tern_rdma/parameters
+declare -A zc_base
+
+zc_stat() {
+	awk -v k="$1" '$1 == k { print $2 }' "$ZC_STATS"
+}
+
+total_of() {	# a counter of every lane since tern loaded
+	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/tern/stats
+}
+
+# zc_snap: remember every tern_rdma counter and the core's totals
+zc_snap() {
+	local k v
+	zc_base=()
+	while read -r k v; do
+		zc_base[$k]=$v
+	done < "$ZC_STATS"
+	for k in reconnects resends proto_errors remote_pulls remote_pushes; do
+		zc_base[core_$k]=$(total_of $k)
+	done
+}
+
+# zc_delta NAME: growth of a counter since zc_snap (core_NAME: the core's)
+zc_delta() {
+	local now
+	case $1 in
+	core_*) now=$(total_of "${1#core_}") ;;
+	*) now=$(zc_stat "$1") ;;
+	esac
+	echo $((${now:-0} - ${zc_base[$1]:-0}))
+}
+
+# zc_moved NAME...: every named counter grew since zc_snap
+zc_moved() {
+	local k d bad=0
+	for k in "$@"; do
+		d=$(zc_delta "$k")
+		echo "$k +$d"
+		[ "$d" -gt 0 ] || bad=1
+	done
+	return $bad
+}
+
+# zc_clean FILE: a verified bench run's JSON shows no failure at all
+zc_clean() {
+	local f v bad=0
+	cat "$1"
+	for f in errors mismatches lost dup_completions; do
+		v=$(json_field $f "$1")
+		[ "${v:-x}" = 0 ] || { echo "$f: ${v:-missing}"; bad=1; }
+	done
+	v=$(json_field completed "$1")
+	[ "${v:-0}" -gt 0 ] || { echo "nothing completed"; bad=1; }
+	return $bad
+}
+
+# zc_inject PARAM COUNTER [CORE_COUNTER]: a verified run of 64k requests
+# both ways while the requester spoils one descriptor in EVERY (PARAM);
+# the run must end clean, the injection must have happened, and the
+# lanes must have reconnected and resent, the data still moving by RDMA.
+zc_inject() {
+	local param=$1 counter=$2 out rc bad=0
+	out=$(mktemp)
+	zc_snap
+	echo "${ZC_EVERY:-40}" > "$ZC_PARAMS/$param" || return 1
+	"$TERNADM" bench run "$URI" --json --time "${ZC_SECONDS:-20}" \
+		--depth 8 --lanes 2 --size 64k --dir both --verify > "$out" 2>&1
+	rc=$?
+	echo 0 > "$ZC_PARAMS/$param"
+	echo "run exit $rc"
+	[ "$rc" = 0 ] || bad=1
+	zc_clean "$out" || bad=1
+	zc_moved "$counter" ${3:-} core_reconnects core_resends rdma_reads \
+		rdma_writes zc_requests || bad=1
+	rm -f "$out"
+	return $bad
+}
+
+# zc_reload PARAMS...: tern_rdma again with PARAMS, echo serving
+zc_reload() {
+	"$TERNADM" bench stop && rmmod tern_bench tern_rdma &&
+		modprobe tern_rdma "$@" && modprobe tern_bench &&
+		"$TERNADM" bench serve "$URI"
+}
+
+# Six MRs of four pages per lane: a 64k request needs four, so at depth
+# 8 most requests find the pool empty and go inline, while some go by
+# several MRs; a 2M request would need 128 MRs, more than 64
+# descriptors: inline. Everything verifies, with data CRCs.
+zc_few_mrs() {
+	local out s rc bad=0 regs zc
+	zc_reload mr_count=6 mr_pages=4 || return 1
+	out=$(mktemp)
+	zc_snap
+	for s in 64k:200 2m:16; do
+		"$TERNADM" bench run "$URI" --json --count "${s#*:}" --depth 8 \
+			--size "${s%:*}" --dir both --verify --crc > "$out" 2>&1
+		rc=$?
+		echo "size ${s%:*}: run exit $rc"
+		[ "$rc" = 0 ] || bad=1
+		zc_clean "$out" || bad=1
+	done
+	rm -f "$out"
+	zc_moved zc_requests inline_fallbacks rdma_reads rdma_writes || bad=1
+	regs=$(zc_delta registrations) zc=$(zc_delta zc_requests)
+	echo "registrations +$regs for $zc zero-copy requests"
+	[ "$regs" -ge $((4 * zc)) ] || { echo "fewer than 4 MRs per request"; bad=1; }
+	zc_reload || bad=1
+	return $bad
+}
+
+ktap_plan 16
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || ! command -v rdma >/dev/null; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no ternadm"
-	for _ in $(seq 12); do ktap_skip "no RDMA setup"; done
+	for _ in $(seq 16); do ktap_skip "no RDMA setup"; done
 	ktap_finish
 fi
 
@@ -272,9 +437,17 @@ ktap_check "connect to unroutable 192.0.2.1 fails within 3 s" \
 	fails_within 3 "$TERNADM" bench run "rdma://192.0.2.1:$PORT" --count 1
 ktap_check "rdma link delete $DEV0 under a verified run, back 3 s later: listener back, lanes reconnect, requests resent, no error" \
 	device_bounce
+ktap_check "zero-copy, 1 in ${ZC_EVERY:-40} requests with a bad rkey: remote access errors, lanes reconnect, resent, verified, no error" \
+	zc_inject inject_bad_rkey_every injected_bad_rkeys
+ktap_check "zero-copy, 1 in ${ZC_EVERY:-40} requests with a bad descriptor length: protocol errors, lanes reconnect, resent, verified, no error" \
+	zc_inject inject_bad_len_every injected_bad_lens core_proto_errors
+ktap_check "zero-copy with 6 MRs of 4 pages per lane: several MRs per request, inline fallback when out of MRs or descriptors, verified" \
+	zc_few_mrs
 ktap_check "one RAM disk exported on a TCP port and an RDMA port" blk_setup
-ktap_check "a client over rdma and one over tcp on one export at once: fio verify, halves identical across transports and on the disk" \
+ktap_check "a client over rdma and one over tcp on one export at once: fio verify, halves identical across transports and on the disk, rdma half moved by RDMA READ/WRITE" \
 	both_transports
+ktap_check "one rdma lane, inline and zero-copy replies mixed in SENDs: no protocol error, no reconnect" \
+	mixed_replies
 ktap_check "rdma link delete under a block device: I/O fails after loss_timeout=5, no D state; works again when the link is back" \
 	blk_device_loss
 ktap_check "block modules unload" blk_teardown

@@ -10,11 +10,18 @@
  * a good handshake. Header CRCs are valid unless the case is about the
  * CRC, so the listener's deeper checks are reached.
  *
+ * Remote data cases: a handshake offering TERN_FEAT_REMOTE_DATA, then
+ * REQUESTs with TERN_WIRE_F_REMOTE carrying descriptor-shaped data,
+ * well formed or not. TCP has no remote memory access, so the listener
+ * must strip the feature from its HELLO_ACK, never answer such a request
+ * and drop the connection: anything else is a violation and fails the
+ * run.
+ *
  * The listener must survive all of it and keep accepting: the run fails
  * if a connection is ever refused. Whether the kernel stayed clean is for
  * the test lane to judge from the console.
  *
- * Usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED]
+ * Usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +29,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -96,6 +104,9 @@ struct counters {
 	unsigned long closed_by_listener;
 	unsigned long refused;
 	unsigned long other_errors;
+	unsigned long remote_sent;	/* F_REMOTE requests after a good hello */
+	unsigned long remote_dropped;	/* ... whose lane the listener dropped */
+	unsigned long violations;
 };
 
 static struct counters count;
@@ -232,6 +243,8 @@ enum fuzz_case {
 	CASE_TRUNCATED_FRONT,
 	CASE_AFTER_HELLO,
 	CASE_FLIPPED_BITS,
+	CASE_REMOTE_REQUEST,
+	CASE_REMOTE_BAD_DESC,
 	CASE_COUNT
 };
 
@@ -239,7 +252,8 @@ static const char *const case_names[CASE_COUNT] = {
 	"random-bytes", "truncated-header", "bad-magic", "bad-version",
 	"bad-hdr-crc", "bad-type", "bad-flags", "bad-seq", "oversized",
 	"before-hello", "hello-bad-length", "hello-bad-fields",
-	"truncated-front", "after-hello", "flipped-bits",
+	"truncated-front", "after-hello", "flipped-bits", "remote-request",
+	"remote-bad-desc",
 };
 
 static struct frame fr;
@@ -266,11 +280,174 @@ static void frame_nonsense(struct frame *f, u32 seq)
 	frame_seal(f);
 }
 
+static int recv_all(int fd, void *buf, size_t len)
+{
+	u8 *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = recv(fd, p, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static void violation(const char *what, enum fuzz_case c)
+{
+	count.violations++;
+	fprintf(stderr, "tern_fuzz: %s: %s\n", case_names[c], what);
+}
+
+/*
+ * A handshake offering remote data; the HELLO_ACK is read and checked.
+ * Return: 0 if the listener accepted it without remote data, -1 if not
+ * (a refusal or a closed connection: the case ends there).
+ */
+static int remote_handshake(int fd, enum fuzz_case c)
+{
+	struct tern_wire_hello h, ack;
+	struct tern_wire_hdr ah;
+
+	hello_fill(&h);
+	h.features = htole32(TERN_FEAT_REMOTE_DATA |
+			     (rnd_below(2) ? TERN_FEAT_DATA_CRC : 0));
+	frame_init(&fr, TERN_WIRE_HELLO, 1);
+	memcpy(fr.body, &h, sizeof(h));
+	fr.body_len = sizeof(h);
+	fr.hdr.front_len = htole32(sizeof(h));
+	frame_seal(&fr);
+	if (send_frame(fd, &fr, HDR_LEN, fr.body_len))
+		return -1;
+	if (recv_all(fd, &ah, sizeof(ah)) ||
+	    ah.type != TERN_WIRE_HELLO_ACK ||
+	    le32toh(ah.front_len) != sizeof(ack) ||
+	    recv_all(fd, &ack, sizeof(ack)))
+		return -1;
+	if (le32toh(ack.features) & TERN_FEAT_REMOTE_DATA)
+		violation("HELLO_ACK grants remote data over tcp", c);
+	if (ack.status)
+		return -1;
+	/* the request must carry the data CRC flag iff it was negotiated */
+	return le32toh(ack.features) & TERN_FEAT_DATA_CRC ? 1 : 0;
+}
+
+/*
+ * A REQUEST with F_REMOTE whose descriptors describe buf_len exactly
+ * (the form a remote data transport would accept), or with one thing
+ * wrong: too many or no descriptors, a length that is not a multiple of
+ * 16, a zero piece, pieces that do not add up, both or no direction.
+ */
+static void frame_remote_request(struct frame *f, u32 seq, bool crc,
+				 bool bad)
+{
+	struct tern_wire_rdesc *d = (struct tern_wire_rdesc *)f->body;
+	u32 n = 1 + rnd_below(TERN_WIRE_MAX_RDESC), i, len, total = 0;
+	u32 front = rnd_below(2) ? rnd_below(64) : 0, data_len;
+	u16 flags = TERN_WIRE_F_REMOTE;
+
+	flags |= rnd_below(2) ? TERN_WIRE_F_DATA_TO_RESPONDER :
+				TERN_WIRE_F_DATA_FROM_RESPONDER;
+	if (crc)
+		flags |= TERN_WIRE_F_DATA_CRC;
+	if (bad && rnd_below(8) == 0)
+		n = TERN_WIRE_MAX_RDESC + 1 + rnd_below(64);
+	frame_init(f, TERN_WIRE_REQUEST, seq);
+	f->hdr.tid = htole64(1 + rnd_below(1000));
+	f->hdr.ack = htole32(1);	/* the HELLO_ACK */
+	f->hdr.data_crc = htole32(crc ? rnd() : 0);
+	for (i = 0; i < front; i++)
+		f->body[i] = rnd();
+	d = (struct tern_wire_rdesc *)(f->body + front);
+	for (i = 0; i < n; i++) {
+		len = 1 + rnd_below(1 << 13);	/* 64 fit max_data */
+		d[i].addr = htole64(((u64)rnd() << 32) | (rnd() & ~0xfffu));
+		d[i].len = htole32(len);
+		d[i].rkey = htole32(rnd());
+		total += len;
+	}
+	data_len = n * sizeof(*d);
+	if (bad) {
+		switch (rnd_below(6)) {
+		case 0:		/* descriptors do not add up to buf_len */
+			total += rnd_below(2) ? 1 + rnd_below(4096) : -1U;
+			break;
+		case 1:		/* a zero-length piece */
+			total -= le32toh(d[n / 2].len);
+			d[n / 2].len = 0;
+			break;
+		case 2:		/* not a whole number of descriptors */
+			data_len -= 1 + rnd_below(15);
+			break;
+		case 3:		/* no descriptors at all */
+			data_len = 0;
+			break;
+		case 4:		/* both directions, or none */
+			flags |= TERN_WIRE_F_DATA_TO_RESPONDER |
+				 TERN_WIRE_F_DATA_FROM_RESPONDER;
+			if (rnd_below(2))
+				flags &= ~(TERN_WIRE_F_DATA_TO_RESPONDER |
+					   TERN_WIRE_F_DATA_FROM_RESPONDER);
+			break;
+		default:	/* no buffer */
+			total = 0;
+			break;
+		}
+	}
+	f->hdr.flags = htole16(flags);
+	f->hdr.front_len = htole32(front);
+	f->hdr.data_len = htole32(data_len);
+	f->hdr.buf_len = htole32(total);
+	f->body_len = front + data_len;
+	frame_seal(f);
+}
+
+/*
+ * After an F_REMOTE request the listener must close the connection and
+ * send no REPLY first: read frames until it does (or 2 s pass).
+ */
+static void expect_drop(int fd, enum fuzz_case c)
+{
+	struct tern_wire_hdr h;
+	u8 buf[4096];
+	size_t skip;
+	ssize_t n;
+
+	shutdown(fd, SHUT_WR);
+	for (;;) {
+		n = recv(fd, &h, sizeof(h), MSG_WAITALL);
+		if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+			count.closed_by_listener++;
+			count.remote_dropped++;
+			return;
+		}
+		if (n != sizeof(h)) {
+			violation("the listener kept the connection open", c);
+			return;
+		}
+		if (h.type == TERN_WIRE_REPLY) {
+			violation("the listener answered a remote data request", c);
+			return;
+		}
+		skip = (size_t)le32toh(h.front_len) + le32toh(h.data_len);
+		while (skip) {
+			n = recv(fd, buf, skip < sizeof(buf) ? skip : sizeof(buf), 0);
+			if (n <= 0)
+				break;
+			skip -= n;
+		}
+	}
+}
+
 static int run_case(const struct peer *peer, enum fuzz_case c)
 {
 	size_t i, n;
 	u32 seq;
-	int fd;
+	int fd, crc;
 
 	fd = peer_connect(peer);
 	if (fd < 0)
@@ -416,6 +593,18 @@ static int run_case(const struct peer *peer, enum fuzz_case c)
 			((u8 *)&fr.hdr)[rnd_below(HDR_LEN)] ^= 1u << rnd_below(8);
 		send_frame(fd, &fr, HDR_LEN, fr.body_len);
 		break;
+	case CASE_REMOTE_REQUEST:
+	case CASE_REMOTE_BAD_DESC:
+		crc = remote_handshake(fd, c);
+		if (crc < 0)
+			break;
+		frame_remote_request(&fr, 2, crc, c == CASE_REMOTE_BAD_DESC);
+		if (send_frame(fd, &fr, HDR_LEN, fr.body_len))
+			break;
+		count.remote_sent++;
+		expect_drop(fd, c);
+		close(fd);
+		return 0;
 	default:
 		break;
 	}
@@ -444,7 +633,7 @@ static int parse_peer(const char *host, const char *port, struct peer *peer)
 
 static void die_usage(void)
 {
-	fprintf(stderr, "usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED]\n");
+	fprintf(stderr, "usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]\n");
 	exit(2);
 }
 
@@ -453,11 +642,12 @@ int main(int argc, char **argv)
 	unsigned long per_case[CASE_COUNT] = { 0 };
 	const char *host = NULL, *port = NULL;
 	unsigned long frames = 10000;
+	int only = -1;
 	struct peer peer;
 	int opt, c;
 
 	rng_state = (u64)time(NULL) | 1;
-	while ((opt = getopt(argc, argv, "a:p:n:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:n:s:c:")) != -1) {
 		switch (opt) {
 		case 'a':
 			host = optarg;
@@ -471,6 +661,13 @@ int main(int argc, char **argv)
 		case 's':
 			rng_state = strtoull(optarg, NULL, 0) | 1;
 			break;
+		case 'c':
+			for (c = 0; c < CASE_COUNT; c++)
+				if (!strcmp(optarg, case_names[c]))
+					only = c;
+			if (only < 0)
+				die_usage();
+			break;
 		default:
 			die_usage();
 		}
@@ -483,7 +680,7 @@ int main(int argc, char **argv)
 	printf("# seed %llu\n", (unsigned long long)rng_state);
 
 	while (count.frames < frames) {
-		c = rnd_below(CASE_COUNT);
+		c = only >= 0 ? only : (int)rnd_below(CASE_COUNT);
 		if (run_case(&peer, c) && count.refused)
 			break;
 		per_case[c]++;
@@ -493,8 +690,19 @@ int main(int argc, char **argv)
 	printf("# frames %lu connections %lu closed-by-listener %lu refused %lu other-errors %lu\n",
 	       count.frames, count.conns, count.closed_by_listener,
 	       count.refused, count.other_errors);
+	printf("# remote-data requests %lu dropped %lu violations %lu\n",
+	       count.remote_sent, count.remote_dropped, count.violations);
 	if (count.refused || count.frames < frames) {
 		fprintf(stderr, "tern_fuzz: the listener stopped accepting\n");
+		return 1;
+	}
+	if (count.violations) {
+		fprintf(stderr, "tern_fuzz: the listener mishandled remote data\n");
+		return 1;
+	}
+	if ((only == CASE_REMOTE_REQUEST || only == CASE_REMOTE_BAD_DESC) &&
+	    count.remote_dropped != count.remote_sent) {
+		fprintf(stderr, "tern_fuzz: no remote data request got through a handshake\n");
 		return 1;
 	}
 	return 0;
