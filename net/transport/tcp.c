@@ -131,6 +131,25 @@ static int tern_tcp_recv_iter(struct tern_tcp_lane *tl, struct iov_iter *iter)
 	return ret;
 }
 
+#define TERN_TCP_ITER_FULL	2
+
+/*
+ * Receive what @iter still wants. Return: TERN_TCP_ITER_FULL once it has
+ * all of it, 1 if bytes came but more are due, 0 if the socket is
+ * drained, or a negative errno.
+ */
+static int tern_tcp_recv_rest(struct tern_tcp_lane *tl, struct iov_iter *iter)
+{
+	int ret;
+
+	if (!iov_iter_count(iter))
+		return TERN_TCP_ITER_FULL;
+	ret = tern_tcp_recv_iter(tl, iter);
+	if (ret <= 0)
+		return ret;
+	return iov_iter_count(iter) ? 1 : TERN_TCP_ITER_FULL;
+}
+
 /* Return: 1 if a frame part completed, 0 if the socket is drained, <0. */
 static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
 {
@@ -160,26 +179,18 @@ static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
 		return 1;
 	}
 	case TERN_TCP_RX_FRONT:
-		if (iov_iter_count(&rx->front_iter)) {
-			ret = tern_tcp_recv_iter(tl, &rx->front_iter);
-			if (ret <= 0)
-				return ret;
-			if (iov_iter_count(&rx->front_iter))
-				return 1;
-		}
+		ret = tern_tcp_recv_rest(tl, &rx->front_iter);
+		if (ret != TERN_TCP_ITER_FULL)
+			return ret;
 		ret = tern_lane_rx_front(tl->lane);
 		if (ret)
 			return ret;
 		tl->rx_state = TERN_TCP_RX_DATA;
 		return 1;
 	case TERN_TCP_RX_DATA:
-		if (iov_iter_count(&rx->data_iter)) {
-			ret = tern_tcp_recv_iter(tl, &rx->data_iter);
-			if (ret <= 0)
-				return ret;
-			if (iov_iter_count(&rx->data_iter))
-				return 1;
-		}
+		ret = tern_tcp_recv_rest(tl, &rx->data_iter);
+		if (ret != TERN_TCP_ITER_FULL)
+			return ret;
 		tl->rx_state = TERN_TCP_RX_HDR;
 		ret = tern_lane_rx_done(tl->lane);
 		return ret ? ret : 1;

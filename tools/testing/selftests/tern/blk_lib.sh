@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Helpers shared by the block layer selftests (blk.sh, blk_stress.sh,
-# ternadm.sh): the transport and its addresses, mapping and unmapping
-# through /dev/tern-blk-ctl or ternadm, waiting for devices, block and
-# target counters, kmalloc usage. Sourced after ktap.sh.
+# ternadm.sh, the block part of rdma.sh): the transport and its
+# addresses, mapping and unmapping through /dev/tern-blk-ctl or ternadm,
+# waiting for devices, block and target counters, kmalloc usage. Sourced
+# after ktap.sh.
 #
 # Environment:
 #   TRANSPORT     tcp (default) or rdma

@@ -37,6 +37,7 @@
 # Needs tools/testing/vm/run --rdma (TERN_RDMA_ADDR0, TERN_RDMA_DEV0).
 
 . "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/blk_lib.sh"
 
 dir=$(cd "$(dirname "$0")" && pwd)
 ADDR0=${TERN_RDMA_ADDR0:-}
@@ -44,8 +45,7 @@ DEV0=${TERN_RDMA_DEV0:-rxe0}
 NETDEV0=${TERN_RDMA_NETDEV0:-tern0}
 PORT=7510
 URI=rdma://$ADDR0:$PORT
-TERNADM=${TERNADM:-$dir/../../../ternadm/ternadm}
-[ -x "$TERNADM" ] || TERNADM=$(command -v ternadm)
+# TERNADM, CFG, map, unmap, wait_bdev: blk_lib.sh
 
 # fails_within MAX_S COMMAND...: COMMAND fails, within MAX_S seconds.
 fails_within() {
@@ -65,7 +65,7 @@ fails_within() {
 # rxe_sched_task from rxe_xmit_packet), wedging the guest.
 messenger() {
 	TRANSPORT=rdma FAULT_EVERY=${FAULT_EVERY:-500} \
-		FAULT_SECONDS=${FAULT_SECONDS:-30} "$dir/messenger.sh"
+		FAULT_SECONDS=${FAULT_SECONDS:-20} "$dir/messenger.sh"
 }
 
 setup() {
@@ -88,7 +88,7 @@ json_field() {
 device_bounce() {
 	local pid out rc t0 f v bad=0
 	out=$(mktemp)
-	"$TERNADM" bench run "$URI" --json --time 30 --depth 8 --lanes 2 \
+	"$TERNADM" bench run "$URI" --json --time 20 --depth 8 --lanes 2 \
 		--size 16k --dir both --verify > "$out" 2>&1 &
 	pid=$!
 	sleep 4
@@ -123,7 +123,6 @@ device_bounce() {
 	return $bad
 }
 
-CFG=/sys/kernel/config/tern
 BLK_PORT=7511
 BLK_WORK=/var/tmp/tern-rdma-blk
 
@@ -146,19 +145,11 @@ blk_setup() {
 	done
 }
 
-# blk_map OPTIONS: map through the control device, print ternN
+# blk_map OPTIONS: map (blk_lib.sh), wait for /dev/ternN, print ternN
 blk_map() {
-	local fd name
-	exec {fd}<>/dev/tern-blk-ctl || return 1
-	printf '%s' "$1" >&"$fd" && read -r name <&"$fd"
-	exec {fd}>&-
-	udevadm settle 2>/dev/null
-	[ -n "$name" ] && [ -b "/dev/$name" ] || return 1
+	local name
+	name=$(map "$1") && wait_bdev "$name" >&2 || return 1
 	echo "$name"
-}
-
-blk_unmap() {
-	printf 'remove=%s' "$1" > /dev/tern-blk-ctl
 }
 
 # fio_half DEV HALF: write and crc32c-verify half HALF (0, 1) of 64 MiB
@@ -176,7 +167,7 @@ both_transports() {
 		return 1
 	# no lanes= here: the default is a lane per online CPU
 	t=$(blk_map "transport=tcp,address=127.0.0.1,service=$BLK_PORT,export=rvol0,queue_depth=32") ||
-		{ blk_unmap "$r"; return 1; }
+		{ unmap "$r"; return 1; }
 	echo "rdma: $r ($(cat /sys/block/$r/tern/transport)), tcp: $t ($(cat /sys/block/$t/tern/transport), $(cat /sys/block/$t/tern/lanes) lanes)"
 	[ "$(cat /sys/block/$t/tern/lanes)" = "$(nproc)" ] || rc=1
 	zc_snap
@@ -202,8 +193,8 @@ both_transports() {
 	cmp "$BLK_WORK/r" "$BLK_WORK/t" || rc=1
 	cmp "$BLK_WORK/r" "$BLK_WORK/b" || rc=1
 	rm -f "$BLK_WORK/r" "$BLK_WORK/t" "$BLK_WORK/b"
-	blk_unmap "$r" || rc=1
-	blk_unmap "$t" || rc=1
+	unmap "$r" || rc=1
+	unmap "$t" || rc=1
 	return $rc
 }
 
@@ -230,7 +221,7 @@ mixed_replies() {
 		echo "$k +$v"
 		[ "$v" = 0 ] || rc=1
 	done
-	blk_unmap "$d" || rc=1
+	unmap "$d" || rc=1
 	return $rc
 }
 
@@ -249,7 +240,7 @@ blk_device_loss() {
 	d=$(blk_map "transport=rdma,address=$ADDR0,service=$BLK_PORT,export=rvol0,loss_timeout=5") ||
 		return 1
 	st=/sys/block/$d/tern/state
-	rdma link delete "$DEV0" || { blk_unmap "$d"; return 1; }
+	rdma link delete "$DEV0" || { unmap "$d"; return 1; }
 	t0=$(date +%s%N)
 	if dd if="/dev/$d" of=/dev/null bs=4k count=1 skip=33 iflag=direct \
 		status=none 2>/dev/null; then
@@ -270,7 +261,7 @@ blk_device_loss() {
 	echo "state $(cat "$st") after the device came back"
 	dd if="/dev/$d" of=/dev/null bs=4k count=1 skip=34 iflag=direct \
 		status=none || rc=1
-	blk_unmap "$d" || rc=1
+	unmap "$d" || rc=1
 	return $rc
 }
 
