@@ -231,19 +231,26 @@ nap() {
 }
 
 # While fio runs, in the background: every quarter second, one
-# "[uptime,busy-jiffies,ios]," line: the guest's busy CPU time (user, nice,
-# system, irq, softirq, steal; /proc/stat counts in USER_HZ) and the I/Os
-# the device completed (/sys/block/DEV/stat), read with shell builtins
-# only so that sampling costs next to nothing. report.py takes the CPU
-# window out of this timeline.
+# "[uptime,busy-jiffies,ios,ctxt]," line: the guest's busy CPU time (user,
+# nice, system, irq, softirq, steal; /proc/stat counts in USER_HZ), the
+# I/Os the device completed (/sys/block/DEV/stat) and the context
+# switches since boot (/proc/stat ctxt), read with shell builtins only so
+# that sampling costs next to nothing. report.py takes the CPU and
+# context switch window out of this timeline.
 sampler() {
-	local st=/sys/block/$1/stat user nice sys irq sirq steal up rest io
+	local st=/sys/block/$1/stat up rest ci=0
+	local -a io stat
+	mapfile -t stat < /proc/stat
+	for ci in "${!stat[@]}"; do
+		[[ ${stat[ci]} == "ctxt "* ]] && break
+	done
 	while :; do
+		mapfile -t stat < /proc/stat
 		# cpu user nice system idle iowait irq softirq steal ...
-		read -r _ user nice sys _ _ irq sirq steal rest < /proc/stat
+		set -- ${stat[0]}
 		read -r -a io < "$st"
 		read -r up rest < /proc/uptime
-		echo "[$up,$((user + nice + sys + irq + sirq + steal)),$((io[0] + io[4]))],"
+		echo "[$up,$(($2 + $3 + $4 + $7 + $8 + $9)),$((io[0] + io[4])),${stat[ci]#ctxt }],"
 		nap 0.25
 	done
 }

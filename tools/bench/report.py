@@ -40,6 +40,7 @@ BLK_FIGURES = [
     ("lat_mean_us", "mean us", "{:.0f}"),
     ("lat_p99_us", "p99 us", "{:.0f}"),
     ("cpu_us_per_io", "CPU us/IO", "{:.1f}"),
+    ("ctxt_per_io", "ctxsw/IO", "{:.2f}"),
 ]
 
 # Ratio columns: tern over nvme on the same transport, medians.
@@ -181,7 +182,11 @@ def blk_sample(raw):
             window = (pts[first], pts[last])
     s["cpu_us_per_io"] = None
     if window:
-        (ta, ba, na), (tb, bb, nb) = window
+        (ta, ba, na, *ca), (tb, bb, nb, *cb) = window
+        # context switches of the whole guest per I/O (older timelines
+        # have no ctxt field)
+        if ca and cb and nb > na:
+            s["ctxt_per_io"] = (cb[0] - ca[0]) / (nb - na)
         s.update({"cpu_busy_jiffies": bb - ba, "cpu_window_ios": nb - na,
                   "cpu_window_s": round(tb - ta, 2)})
         # USER_HZ: /proc/stat counts 100 per second on every architecture.
