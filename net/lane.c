@@ -22,6 +22,7 @@
 #include <linux/jiffies.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
+#include <linux/wait_bit.h>
 #include "tern_core.h"
 
 static void tern_lane_teardown_work(struct work_struct *work);
@@ -228,14 +229,56 @@ int tern_bvec_len_ok(const struct bio_vec *bvec, unsigned int nr, u32 len)
 /*
  * Queue @f for transmission. Frames may land on a lane whose teardown has
  * started; teardown hands them back to the session, so nothing is lost.
+ * Without @kick the caller must tern_lane_push() the lane afterwards.
  */
-void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f)
+void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
+			   bool kick)
 {
 	spin_lock_bh(&cl->tx_lock);
 	list_add_tail(&f->entry, &cl->tx_queue);
-	if (!test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
+	if (kick && !test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
 		cl->pub.tops->kick(&cl->pub);
 	spin_unlock_bh(&cl->tx_lock);
+}
+
+/**
+ * tern_lane_push - transmit queued frames from the caller's context
+ * @cl: a lane the caller holds a reference on, with a transport that has
+ *	->push; no core lock held
+ *
+ * Teardown waits for running pushes before it stops the transport, so
+ * ->push never races with ->shutdown.
+ */
+void tern_lane_push(struct tern_core_lane *cl)
+{
+	bool closed;
+
+	spin_lock_bh(&cl->tx_lock);
+	closed = test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags);
+	if (!closed)
+		cl->pushers++;
+	spin_unlock_bh(&cl->tx_lock);
+	if (closed)
+		return;
+
+	cl->pub.tops->push(&cl->pub);
+
+	spin_lock_bh(&cl->tx_lock);
+	cl->pushers--;
+	closed = test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags);
+	spin_unlock_bh(&cl->tx_lock);
+	if (closed)
+		wake_up_var(&cl->pushers);
+}
+
+static bool tern_lane_unpushed(struct tern_core_lane *cl)
+{
+	unsigned int n;
+
+	spin_lock_bh(&cl->tx_lock);
+	n = cl->pushers;
+	spin_unlock_bh(&cl->tx_lock);
+	return !n;
 }
 
 /* Remove @f from the queue if it is still waiting there. */
@@ -719,6 +762,7 @@ static void tern_lane_teardown_work(struct work_struct *work)
 	spin_lock_bh(&cl->tx_lock);
 	set_bit(TERN_LANE_F_TX_CLOSED, &cl->flags);
 	spin_unlock_bh(&cl->tx_lock);
+	wait_var_event(&cl->pushers, tern_lane_unpushed(cl));
 
 	cl->pub.tops->shutdown(&cl->pub);
 	cancel_delayed_work_sync(&cl->ka_work);

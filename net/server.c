@@ -531,7 +531,7 @@ static void tern_srv_req_send(struct tern_srv_req *sreq)
 	spin_lock_bh(&sess->lock);
 	live = cl->state == TERN_LANE_LIVE && cl->sess == sess;
 	if (live)
-		tern_lane_queue_frame(cl, &sreq->frame);
+		tern_lane_queue_frame(cl, &sreq->frame, true);
 	spin_unlock_bh(&sess->lock);
 	if (live) {
 		atomic64_inc(&sess->replies);

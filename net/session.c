@@ -147,19 +147,29 @@ static struct tern_core_lane *tern_pick_lane_locked(struct tern_session *sess,
 	return NULL;
 }
 
-/* Send @req on a live lane, or park it in the backlog. */
-static void tern_req_queue_locked(struct tern_session *sess,
-				  struct tern_request *req)
+/*
+ * Send @req on a live lane, or park it in the backlog. With @push, a lane
+ * whose transport can send from the caller's context is returned with a
+ * reference, to be handed to tern_lane_push() once sess->lock is dropped.
+ */
+static struct tern_core_lane *
+tern_req_queue_locked(struct tern_session *sess, struct tern_request *req,
+		      bool push)
 {
 	struct tern_core_lane *cl = tern_pick_lane_locked(sess, req->lane_hint);
 
 	if (!cl) {
 		req->lane = NULL;
 		list_add_tail(&req->backlog, &sess->backlog);
-		return;
+		return NULL;
 	}
 	req->lane = &cl->pub;
-	tern_lane_queue_frame(cl, &req->frame);
+	push = push && cl->pub.tops->push;
+	tern_lane_queue_frame(cl, &req->frame, !push);
+	if (!push)
+		return NULL;
+	kref_get(&cl->ref);
+	return cl;
 }
 
 /* Take @req off every queue; caller holds sess->lock. */
@@ -293,7 +303,10 @@ static int tern_request_check(struct tern_session *sess,
  *	the session's in-flight limits are reached
  *
  * On success @req->done will be called exactly once. Without
- * TERN_SEND_NOWAIT this may sleep (process context only).
+ * TERN_SEND_NOWAIT this may sleep (process context only). A transport
+ * with ->push transmits from the caller's context, where the ->done of a
+ * request that was cancelled meanwhile may run: hold no lock a ->done
+ * callback takes.
  * Return: 0; -EINVAL for a malformed request; -EAGAIN (NOWAIT, throttled);
  * -ENOTCONN when the session has failed or is being destroyed; -EINTR.
  */
@@ -301,6 +314,7 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	      unsigned int flags)
 {
 	struct tern_wire_hdr *hdr = &req->frame.hdr;
+	struct tern_core_lane *cl;
 	u16 wflags = 0;
 	int err, ret;
 	u32 crc;
@@ -371,9 +385,13 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	req->tid = ++sess->next_tid;
 	hdr->tid = cpu_to_le64(req->tid);
 	hash_add(sess->pending, &req->hash, req->tid);
-	tern_req_queue_locked(sess, req);
+	cl = tern_req_queue_locked(sess, req, true);
 	spin_unlock_bh(&sess->lock);
 	atomic64_inc(&sess->requests);
+	if (cl) {
+		tern_lane_push(cl);
+		tern_lane_put(cl);
+	}
 	return 0;
 }
 EXPORT_SYMBOL_GPL(tern_send);
@@ -561,7 +579,7 @@ void tern_session_lane_live_locked(struct tern_session *sess,
 	list_splice_init(&sess->backlog, &backlog);
 	list_for_each_entry_safe(req, tmp, &backlog, backlog) {
 		list_del_init(&req->backlog);
-		tern_req_queue_locked(sess, req);
+		tern_req_queue_locked(sess, req, false);
 	}
 }
 
@@ -829,7 +847,7 @@ void tern_session_lane_down(struct tern_session *sess,
 		} else if (f->kind == TERN_FRAME_REQUEST) {
 			/* Never left this host: move it, not a resend. */
 			req = container_of(f, struct tern_request, frame);
-			tern_req_queue_locked(sess, req);
+			tern_req_queue_locked(sess, req, false);
 		}
 	}
 
@@ -842,7 +860,7 @@ void tern_session_lane_down(struct tern_session *sess,
 		req->frame.hdr.flags |= cpu_to_le16(TERN_WIRE_F_RESENT);
 		if (slot)
 			TERN_LANE_STAT(cl, resends, 1);
-		tern_req_queue_locked(sess, req);
+		tern_req_queue_locked(sess, req, false);
 	}
 
 	if (cl->bound) {

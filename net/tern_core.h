@@ -119,6 +119,7 @@ struct tern_core_lane {
 	spinlock_t		tx_lock;	/* tx_queue, tx_cur, *_queued */
 	struct list_head	tx_queue;
 	struct tern_frame	*tx_cur;
+	unsigned int		pushers;	/* in ->push, under tx_lock */
 	u32			tx_seq;		/* transmit worker only */
 	u32			rx_seq;		/* receive worker writes */
 
@@ -259,7 +260,9 @@ struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
 				       const struct tern_transport_ops *tops,
 				       bool requester);
 void tern_lane_put(struct tern_core_lane *cl);
-void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f);
+void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
+			   bool kick);
+void tern_lane_push(struct tern_core_lane *cl);
 bool tern_lane_dequeue_frame(struct tern_core_lane *cl, struct tern_frame *f);
 void tern_lane_kill(struct tern_core_lane *cl, int err);
 void tern_lane_arm_keepalive(struct tern_core_lane *cl, unsigned int ms);

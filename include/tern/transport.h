@@ -14,8 +14,9 @@
  *  - Transmit: tern_lane_tx_next() hands out the next frame; send header,
  *    front and data, then call tern_lane_tx_done(). The core pokes the
  *    transport with ->kick() when frames are queued.
- *  - All these calls come from one context per lane at a time (the lane's
- *    worker), in process context.
+ *  - All these calls come from one context per lane at a time: the lane's
+ *    worker, in process context; or, for transmitting only, a submitter
+ *    in ->push, in atomic context.
  *  - ->shutdown() is synchronous: once it returns the transport makes no
  *    further calls for that lane.
  *
@@ -95,6 +96,10 @@ struct tern_listener {
  * @connect: connect @lane to @addr; may sleep (called from a work item).
  *	On success the lane's I/O is running.
  * @kick: frames were queued on @lane; any context.
+ * @push: optional: a submitter queued frames on @lane and did not kick;
+ *	transmit them now from its context (atomic, must not sleep) if the
+ *	lane's worker is not busy, else kick. Never concurrent with or
+ *	after ->shutdown. Saves the wakeup of the worker per request burst.
  * @shutdown: stop the lane's I/O and free transport state; synchronous,
  *	process context.
  * @pull: optional, remote data: read @req->data_len bytes described by
@@ -111,6 +116,7 @@ struct tern_transport_ops {
 	int	(*connect)(struct tern_lane *lane,
 			   const struct sockaddr_storage *addr);
 	void	(*kick)(struct tern_lane *lane);
+	void	(*push)(struct tern_lane *lane);
 	void	(*shutdown)(struct tern_lane *lane);
 	int	(*pull)(struct tern_lane *lane, struct tern_srv_req *req,
 			const struct bio_vec *bvec, unsigned int nr_bvec);

@@ -22,7 +22,8 @@
  *
  * Contexts: completions run in softirq (IB_POLL_SOFTIRQ on a CQ from the
  * device's CQ pool) and only move receive buffers to a list, count send
- * completions and queue the lane's io_work. io_work runs in process
+ * completions and queue the lane's io_work; a plain SEND completing wakes
+ * io_work only when it stalled on the send ring. io_work runs in process
  * context, as the core requires, and does everything else: it parses the
  * received bytes, reposts receive buffers, copies queued frames into the
  * send ring and posts them. A frame is copied into registered send buffers
@@ -232,9 +233,10 @@ struct tern_rdma_lane {
 	bool			qp_created;
 	struct work_struct	io_work;
 
-	spinlock_t		lock;		/* the seven below */
+	spinlock_t		lock;		/* the eight below */
 	struct list_head	rx_done;	/* completed receive buffers */
 	unsigned int		tx_completed;
+	bool			tx_stalled;	/* io_work waits for the SQ */
 	bool			ready;		/* io_work may run */
 	bool			stopped;	/* shutdown started */
 	int			early_err;	/* cm error before ready */
@@ -252,7 +254,8 @@ struct tern_rdma_lane {
 	bool			mr_pool;
 	unsigned int		mr_max_pages;
 	unsigned int		sq_size;
-	/* io_work only */
+	/* the owner of TERN_RDMA_IO_BUSY: io_work, or a submitter (push) */
+	unsigned long		io_flags;
 	struct list_head	ops;		/* every live op */
 	struct list_head	regs;		/* REG ops awaiting their reply */
 	struct list_head	pull_wait;	/* PULL ops waiting for the SQ */
@@ -272,7 +275,8 @@ struct tern_rdma_lane {
 	u32			tx_chunk;	/* bytes per SEND, header included */
 	u32			peer_recv;	/* the peer's receive buffers */
 
-	/* io_work only */
+	/* the owner of TERN_RDMA_IO_BUSY only */
+	gfp_t			tx_gfp;		/* allocations while sending */
 	bool			failed;
 	unsigned int		tx_posted;
 	u32			tx_credits;
@@ -358,7 +362,15 @@ static void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	tl->sq_free += buf->wrs;
 	if (buf->op)
 		list_add_tail(&buf->op->done, &tl->op_done);
-	tern_rdma_kick_locked(tl);
+	/*
+	 * A SEND completing is news to io_work only if it finishes an op
+	 * or io_work stopped for want of send buffers or queue entries:
+	 * waking it for every SEND costs a context switch per message.
+	 */
+	if (buf->op || tl->tx_stalled) {
+		tl->tx_stalled = false;
+		tern_rdma_kick_locked(tl);
+	}
 	spin_unlock_bh(&tl->lock);
 }
 
@@ -423,6 +435,7 @@ static void tern_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	/* a PUSH op finishes with the SEND after its WRITEs */
 	if (op->kind != TERN_RDMA_OP_PUSH)
 		list_add_tail(&op->done, &tl->op_done);
+	tl->tx_stalled = false;
 	tern_rdma_kick_locked(tl);
 	spin_unlock_bh(&tl->lock);
 }
@@ -435,6 +448,8 @@ static bool tern_rdma_sq_take(struct tern_rdma_lane *tl, unsigned int n)
 	ok = tl->sq_free >= n;
 	if (ok)
 		tl->sq_free -= n;
+	else
+		tl->tx_stalled = true;	/* wake on the next completion */
 	spin_unlock_bh(&tl->lock);
 	if (!ok)
 		TERN_RDMA_STAT(sq_stalls, 1);
@@ -449,11 +464,12 @@ static void tern_rdma_sq_return(struct tern_rdma_lane *tl, unsigned int n)
 }
 
 static struct tern_rdma_op *tern_rdma_op_alloc(struct tern_rdma_lane *tl,
-					       enum tern_rdma_op_kind kind)
+					       enum tern_rdma_op_kind kind,
+					       gfp_t gfp)
 {
 	struct tern_rdma_op *op;
 
-	op = kzalloc(sizeof(*op), GFP_NOIO);
+	op = kzalloc(sizeof(*op), gfp);
 	if (!op)
 		return NULL;
 	op->tl = tl;
@@ -505,7 +521,7 @@ static void tern_rdma_op_free(struct tern_rdma_lane *tl,
 
 /* A scatterlist over @len bytes of a bio_vec array after @skip. */
 static int tern_rdma_bvec_sgt(struct sg_table *sgt, const struct bio_vec *bv,
-			      unsigned int nr, u32 skip, u32 len)
+			      unsigned int nr, u32 skip, u32 len, gfp_t gfp)
 {
 	struct scatterlist *sg;
 	unsigned int i, n = 0;
@@ -522,7 +538,7 @@ static int tern_rdma_bvec_sgt(struct sg_table *sgt, const struct bio_vec *bv,
 	}
 	if (left || !n)
 		return -EINVAL;
-	if (sg_alloc_table(sgt, n, GFP_NOIO))
+	if (sg_alloc_table(sgt, n, gfp))
 		return -ENOMEM;
 	sg = sgt->sgl;
 	left = len;
@@ -596,7 +612,7 @@ static struct tern_rdma_op *tern_rdma_reg_prepare(struct tern_rdma_lane *tl,
 	    !(flags & (TERN_WIRE_F_DATA_TO_RESPONDER |
 		       TERN_WIRE_F_DATA_FROM_RESPONDER)))
 		return NULL;
-	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_REG);
+	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_REG, tl->tx_gfp);
 	if (!op)
 		goto inline_data;
 	op->frame = f;
@@ -604,7 +620,8 @@ static struct tern_rdma_op *tern_rdma_reg_prepare(struct tern_rdma_lane *tl,
 	op->len = len;
 	op->dir = flags & TERN_WIRE_F_DATA_TO_RESPONDER ? DMA_TO_DEVICE :
 							   DMA_FROM_DEVICE;
-	if (tern_rdma_bvec_sgt(&op->sgt, req->bvec, req->nr_bvec, 0, len))
+	if (tern_rdma_bvec_sgt(&op->sgt, req->bvec, req->nr_bvec, 0, len,
+			       tl->tx_gfp))
 		goto inline_data;
 	op->sg_mapped = ib_dma_map_sg(tl->dev, op->sgt.sgl,
 				      op->sgt.orig_nents, op->dir);
@@ -685,7 +702,8 @@ static int tern_rdma_rw_build(struct tern_rdma_lane *tl,
 
 		n = min(le32_to_cpu(rd[i].len), len - off);
 		op->nr_rwc = i + 1;
-		ret = tern_rdma_bvec_sgt(&rwc->sgt, bv, nr_bv, off, n);
+		ret = tern_rdma_bvec_sgt(&rwc->sgt, bv, nr_bv, off, n,
+					 GFP_NOIO);
 		if (ret)
 			return ret;
 		ret = rdma_rw_ctx_init(&rwc->ctx, tl->cm_id->qp, tl->port_num,
@@ -725,7 +743,7 @@ static struct tern_rdma_op *tern_rdma_push_prepare(struct tern_rdma_lane *tl,
 	struct tern_rdma_op *op;
 	int err;
 
-	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_PUSH);
+	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_PUSH, GFP_NOIO);
 	if (!op)
 		return ERR_PTR(-ENOMEM);
 	op->frame = f;
@@ -772,7 +790,7 @@ static int tern_rdma_pull(struct tern_lane *lane, struct tern_srv_req *sreq,
 	struct tern_rdma_op *op;
 	int err;
 
-	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_PULL);
+	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_PULL, GFP_NOIO);
 	if (!op)
 		return -ENOMEM;
 	op->dir = DMA_FROM_DEVICE;
@@ -1068,12 +1086,14 @@ static ssize_t tern_rdma_copy_frame(struct tern_rdma_lane *tl, u8 *dst,
 
 static unsigned int tern_rdma_tx_free(struct tern_rdma_lane *tl)
 {
-	unsigned int completed;
+	unsigned int free;
 
 	spin_lock_bh(&tl->lock);
-	completed = tl->tx_completed;
+	free = tl->nr_sbufs - (tl->tx_posted - tl->tx_completed);
+	if (!free)
+		tl->tx_stalled = true;	/* wake on the next completion */
 	spin_unlock_bh(&tl->lock);
-	return tl->nr_sbufs - (tl->tx_posted - completed);
+	return free;
 }
 
 /*
@@ -1219,10 +1239,37 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	return 1;
 }
 
-static void tern_rdma_io_work(struct work_struct *work)
+static void tern_rdma_kick(struct tern_lane *lane);
+
+/* tl->io_flags */
+#define TERN_RDMA_IO_BUSY	0	/* someone runs the lane's I/O steps */
+#define TERN_RDMA_IO_MISSED	1	/* io_work found it busy: run it again */
+
+static bool tern_rdma_io_trylock(struct tern_rdma_lane *tl)
 {
-	struct tern_rdma_lane *tl = container_of(work, struct tern_rdma_lane,
-						 io_work);
+	return !test_and_set_bit_lock(TERN_RDMA_IO_BUSY, &tl->io_flags);
+}
+
+static void tern_rdma_io_unlock(struct tern_rdma_lane *tl)
+{
+	clear_bit_unlock(TERN_RDMA_IO_BUSY, &tl->io_flags);
+	/* pairs with the barrier in tern_rdma_io_work() */
+	smp_mb__after_atomic();
+	if (test_and_clear_bit(TERN_RDMA_IO_MISSED, &tl->io_flags)) {
+		spin_lock_bh(&tl->lock);
+		tern_rdma_kick_locked(tl);
+		spin_unlock_bh(&tl->lock);
+	}
+}
+
+static void tern_rdma_fail(struct tern_rdma_lane *tl, int err)
+{
+	tl->failed = true;
+	tern_lane_error(tl->lane, err);
+}
+
+static void tern_rdma_io_steps(struct tern_rdma_lane *tl)
+{
 	unsigned int budget = READ_ONCE(io_budget) ?: 1;
 	int received, sent;
 
@@ -1253,8 +1300,57 @@ static void tern_rdma_io_work(struct work_struct *work)
 	return;
 
 fail:
-	tl->failed = true;
-	tern_lane_error(tl->lane, sent);
+	tern_rdma_fail(tl, sent);
+}
+
+static void tern_rdma_io_work(struct work_struct *work)
+{
+	struct tern_rdma_lane *tl = container_of(work, struct tern_rdma_lane,
+						 io_work);
+
+	if (!tern_rdma_io_trylock(tl)) {
+		/* A submitter is sending: have it requeue us when done. */
+		set_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
+		/* MISSED before the retry; pairs with tern_rdma_io_unlock() */
+		smp_mb__after_atomic();
+		if (!tern_rdma_io_trylock(tl))
+			return;
+	}
+	clear_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
+	tern_rdma_io_steps(tl);
+	tern_rdma_io_unlock(tl);
+}
+
+/*
+ * A submitter queued frames: post them from its context when nobody else
+ * runs the lane's I/O, which saves a wakeup of io_work (and the context
+ * switch into it) per burst of requests. Only sending happens here;
+ * completions stay with io_work. Atomic context: allocations may not
+ * sleep, and a failed one sends the data inline.
+ */
+static void tern_rdma_push(struct tern_lane *lane)
+{
+	struct tern_rdma_lane *tl = lane->tpriv;
+	bool ready;
+	int ret;
+
+	if (!tern_rdma_io_trylock(tl)) {
+		tern_rdma_kick(lane);	/* the owner may be past its send step */
+		return;
+	}
+	spin_lock_bh(&tl->lock);
+	ready = tl->ready && !tl->stopped;
+	spin_unlock_bh(&tl->lock);
+	if (ready && !tl->failed) {
+		tl->tx_gfp = GFP_NOWAIT;
+		do {
+			ret = tern_rdma_send_step(tl);
+		} while (ret > 0);
+		tl->tx_gfp = GFP_NOIO;
+		if (ret < 0)
+			tern_rdma_fail(tl, ret);
+	}
+	tern_rdma_io_unlock(tl);
 }
 
 static void tern_rdma_free_bufs(struct tern_rdma_lane *tl,
@@ -1327,6 +1423,7 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 	INIT_WORK(&tl->io_work, tern_rdma_io_work);
 	init_completion(&tl->cm_done);
 	tl->rx_state = TERN_RDMA_RX_HDR;
+	tl->tx_gfp = GFP_NOIO;
 	tl->buf_size = clamp(READ_ONCE(buf_size), TERN_RDMA_MIN_BUF,
 			     TERN_RDMA_MAX_BUF);
 	tl->nr_rbufs = clamp(READ_ONCE(recv_depth), TERN_RDMA_MIN_RECV,
@@ -1977,6 +2074,7 @@ static struct tern_transport_ops tern_rdma_ops = {
 	.stop_listen	= tern_rdma_stop_listen,
 	.connect	= tern_rdma_connect,
 	.kick		= tern_rdma_kick,
+	.push		= tern_rdma_push,
 	.shutdown	= tern_rdma_shutdown,
 	.pull		= tern_rdma_pull,
 };
