@@ -47,6 +47,7 @@ struct tern_blk_dev {
 	struct tern_blk_info	info;		/* from OPEN */
 	u64			handle;
 	bool			read_only;
+	unsigned int		send_flags;	/* tern_send() from queue_rq */
 	atomic_t		state;		/* enum tern_blk_state */
 	struct blk_mq_tag_set	tag_set;
 	struct gendisk		*disk;

@@ -173,7 +173,7 @@ static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	treq->priv = rq;
 
 	blk_mq_start_request(rq);
-	err = tern_send(dev->sess, treq, TERN_SEND_NOWAIT);
+	err = tern_send(dev->sess, treq, dev->send_flags);
 	if (!err)
 		return BLK_STS_OK;
 	if (cmd->bvec != cmd->inline_bvec)
@@ -509,6 +509,12 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 	dev->tag_set.numa_node = NUMA_NO_NODE;
 	dev->tag_set.cmd_size = sizeof(struct tern_blk_cmd);
 	dev->tag_set.flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_TAG_HCTX_SHARED;
+	dev->send_flags = TERN_SEND_NOWAIT;
+	/* let a socket transport send from queue_rq, as nvme-tcp does */
+	if (tern_session_send_sleeps(dev->sess)) {
+		dev->tag_set.flags |= BLK_MQ_F_BLOCKING;
+		dev->send_flags |= TERN_SEND_MAY_SLEEP;
+	}
 	dev->tag_set.driver_data = dev;
 	err = blk_mq_alloc_tag_set(&dev->tag_set);
 	if (err)

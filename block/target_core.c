@@ -206,22 +206,11 @@ static void tern_tgt_reply(struct tern_tgt_io *io)
 				    sreq->tid);
 }
 
-static void tern_tgt_reply_work(struct work_struct *work)
-{
-	tern_tgt_reply(container_of(work, struct tern_tgt_io, work));
-}
-
-static void tern_tgt_io_finish(struct tern_tgt_io *io)
-{
-	if (in_task()) {
-		tern_tgt_reply(io);
-	} else {
-		INIT_WORK(&io->work, tern_tgt_reply_work);
-		queue_work(tern_tgt_wq, &io->work);
-	}
-}
-
-/* Backend I/O finished; any context. */
+/*
+ * Backend I/O finished; any context. tern_reply() defers only from hard
+ * interrupts, so a bio completing in softirq is answered at once, as nvmet
+ * does: a work item here would cost a wakeup and a context switch each.
+ */
 void tern_tgt_io_complete(struct tern_tgt_io *io, int status)
 {
 	struct tern_tgt_io *dup = NULL, *next;
@@ -245,9 +234,9 @@ void tern_tgt_io_complete(struct tern_tgt_io *io, int status)
 		next = dup->dup;
 		dup->dup = NULL;
 		dup->status = status;
-		tern_tgt_io_finish(dup);
+		tern_tgt_reply(dup);
 	}
-	tern_tgt_io_finish(io);
+	tern_tgt_reply(io);
 }
 
 /*

@@ -143,6 +143,23 @@ bool tern_lane_remote_data(struct tern_lane *lane)
 }
 EXPORT_SYMBOL_GPL(tern_lane_remote_data);
 
+/**
+ * tern_lane_rx_softirq_ok - may @lane's frames reach the core in softirq?
+ * @lane: the lane
+ *
+ * A live requester lane receives only replies and keepalive answers,
+ * which complete requests without sleeping; a transport may hand those
+ * to the core straight from its completion handler, saving a worker
+ * wakeup per reply. Everything else needs process context.
+ */
+bool tern_lane_rx_softirq_ok(struct tern_lane *lane)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+
+	return cl->requester && READ_ONCE(cl->state) == TERN_LANE_LIVE;
+}
+EXPORT_SYMBOL_GPL(tern_lane_rx_softirq_ok);
+
 typedef void (*tern_chunk_fn)(void *addr, size_t len, void *arg);
 
 /* Visit @len bytes of a bio_vec array after skipping @skip, page by page. */
@@ -245,11 +262,12 @@ void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
  * tern_lane_push - transmit queued frames from the caller's context
  * @cl: a lane the caller holds a reference on, with a transport that has
  *	->push; no core lock held
+ * @can_sleep: the caller may sleep
  *
  * Teardown waits for running pushes before it stops the transport, so
  * ->push never races with ->shutdown.
  */
-void tern_lane_push(struct tern_core_lane *cl)
+void tern_lane_push(struct tern_core_lane *cl, bool can_sleep)
 {
 	bool closed;
 
@@ -261,7 +279,7 @@ void tern_lane_push(struct tern_core_lane *cl)
 	if (closed)
 		return;
 
-	cl->pub.tops->push(&cl->pub);
+	cl->pub.tops->push(&cl->pub, can_sleep);
 
 	spin_lock_bh(&cl->tx_lock);
 	cl->pushers--;

@@ -526,15 +526,23 @@ static void tern_srv_req_send(struct tern_srv_req *sreq)
 {
 	struct tern_session *sess = sreq->sess;
 	struct tern_core_lane *cl = to_core_lane(sreq->lane);
-	bool live;
+	bool live, push = cl->pub.tops->push;
 
 	spin_lock_bh(&sess->lock);
 	live = cl->state == TERN_LANE_LIVE && cl->sess == sess;
-	if (live)
-		tern_lane_queue_frame(cl, &sreq->frame, true);
-	spin_unlock_bh(&sess->lock);
 	if (live) {
 		atomic64_inc(&sess->replies);
+		/* the frame may be sent and @sreq freed before we push */
+		if (push)
+			kref_get(&cl->ref);
+		tern_lane_queue_frame(cl, &sreq->frame, !push);
+	}
+	spin_unlock_bh(&sess->lock);
+	if (live) {
+		if (push) {
+			tern_lane_push(cl, false);	/* tern_reply(): any context */
+			tern_lane_put(cl);
+		}
 	} else {
 		atomic64_inc(&sess->replies_dropped);
 		tern_srv_req_finish(sreq);	/* the requester resends */

@@ -300,7 +300,9 @@ static int tern_request_check(struct tern_session *sess,
  * @sess: a session from tern_connect()
  * @req: initialised request
  * @flags: TERN_SEND_NOWAIT to fail with -EAGAIN rather than sleep when
- *	the session's in-flight limits are reached
+ *	the session's in-flight limits are reached; TERN_SEND_MAY_SLEEP
+ *	with it when the caller may sleep all the same, so a transport with
+ *	&tern_transport_ops.push_sleeps may transmit from here
  *
  * On success @req->done will be called exactly once. Without
  * TERN_SEND_NOWAIT this may sleep (process context only). A transport
@@ -319,7 +321,8 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	int err, ret;
 	u32 crc;
 
-	if (!sess->requester)
+	if (!sess->requester ||
+	    (flags & ~(TERN_SEND_NOWAIT | TERN_SEND_MAY_SLEEP)))
 		return -EINVAL;
 	err = tern_request_check(sess, req);
 	if (err)
@@ -389,7 +392,8 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	spin_unlock_bh(&sess->lock);
 	atomic64_inc(&sess->requests);
 	if (cl) {
-		tern_lane_push(cl);
+		tern_lane_push(cl, !(flags & TERN_SEND_NOWAIT) ||
+			       (flags & TERN_SEND_MAY_SLEEP));
 		tern_lane_put(cl);
 	}
 	return 0;
@@ -1090,6 +1094,20 @@ void tern_session_get_info(struct tern_session *sess,
 	spin_unlock_bh(&sess->lock);
 }
 EXPORT_SYMBOL_GPL(tern_session_get_info);
+
+/**
+ * tern_session_send_sleeps - does sending from the caller need sleep?
+ * @sess: a requester session
+ *
+ * Return: true when the session's transport transmits from the caller's
+ * context only if the caller may sleep (TERN_SEND_MAY_SLEEP); a block
+ * driver then sets BLK_MQ_F_BLOCKING to let it.
+ */
+bool tern_session_send_sleeps(struct tern_session *sess)
+{
+	return sess->tops && sess->tops->push && sess->tops->push_sleeps;
+}
+EXPORT_SYMBOL_GPL(tern_session_send_sleeps);
 
 /**
  * tern_session_live - does the session have a live lane right now?

@@ -262,7 +262,7 @@ struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
 void tern_lane_put(struct tern_core_lane *cl);
 void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
 			   bool kick);
-void tern_lane_push(struct tern_core_lane *cl);
+void tern_lane_push(struct tern_core_lane *cl, bool can_sleep);
 bool tern_lane_dequeue_frame(struct tern_core_lane *cl, struct tern_frame *f);
 void tern_lane_kill(struct tern_core_lane *cl, int err);
 void tern_lane_arm_keepalive(struct tern_core_lane *cl, unsigned int ms);

@@ -88,10 +88,12 @@ typedef void (*tern_request_done_t)(struct tern_request *req);
  * Embedded in ULP memory and initialised with tern_request_init(). The ULP
  * fills the fields above @status, calls tern_send() and must keep @front,
  * @bvec, the pages and @reply_front valid until @done has been called.
- * @done runs exactly once, in process context (possibly a lane's worker,
- * or inside tern_cancel() or tern_session_destroy()), must not block (call
- * tern_send() from it only with TERN_SEND_NOWAIT), and the core never
- * touches the request after it returns.
+ * @done runs exactly once, in process context (a lane's worker, a
+ * submitter in tern_send(), or inside tern_cancel() or
+ * tern_session_destroy()) or in softirq (a transport's completion
+ * handler), must not block (call tern_send() from it only with
+ * TERN_SEND_NOWAIT), and the core never touches the request after it
+ * returns.
  */
 struct tern_request {
 	const void		*front;
@@ -265,6 +267,7 @@ struct tern_session_info {
 
 /* tern_send() flags */
 #define TERN_SEND_NOWAIT	BIT(0)	/* -EAGAIN instead of waiting */
+#define TERN_SEND_MAY_SLEEP	BIT(1)	/* NOWAIT, but the caller may sleep */
 
 struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf);
 void tern_endpoint_destroy(struct tern_endpoint *ep);
@@ -279,6 +282,7 @@ void tern_session_destroy(struct tern_session *sess);
 void tern_session_get_info(struct tern_session *sess,
 			   struct tern_session_info *info);
 bool tern_session_live(struct tern_session *sess);
+bool tern_session_send_sleeps(struct tern_session *sess);
 void tern_session_set_priv(struct tern_session *sess, void *priv);
 void *tern_session_priv(struct tern_session *sess);
 

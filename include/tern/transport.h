@@ -15,8 +15,9 @@
  *    front and data, then call tern_lane_tx_done(). The core pokes the
  *    transport with ->kick() when frames are queued.
  *  - All these calls come from one context per lane at a time: the lane's
- *    worker, in process context; or, for transmitting only, a submitter
- *    in ->push, in atomic context.
+ *    worker, in process context; for transmitting only, a submitter in
+ *    ->push; or, while tern_lane_rx_softirq_ok(), a completion handler in
+ *    softirq.
  *  - ->shutdown() is synchronous: once it returns the transport makes no
  *    further calls for that lane.
  *
@@ -97,9 +98,12 @@ struct tern_listener {
  *	On success the lane's I/O is running.
  * @kick: frames were queued on @lane; any context.
  * @push: optional: a submitter queued frames on @lane and did not kick;
- *	transmit them now from its context (atomic, must not sleep) if the
- *	lane's worker is not busy, else kick. Never concurrent with or
- *	after ->shutdown. Saves the wakeup of the worker per request burst.
+ *	transmit them now from its context if the lane's worker is not
+ *	sending, else kick. @can_sleep says whether that context may sleep;
+ *	without it, ->push must not. Never concurrent with or after
+ *	->shutdown. Saves the wakeup of the worker per request burst.
+ * @push_sleeps: ->push sends only when @can_sleep (a socket transport):
+ *	submitters that want it to must be able to sleep.
  * @shutdown: stop the lane's I/O and free transport state; synchronous,
  *	process context.
  * @pull: optional, remote data: read @req->data_len bytes described by
@@ -116,7 +120,8 @@ struct tern_transport_ops {
 	int	(*connect)(struct tern_lane *lane,
 			   const struct sockaddr_storage *addr);
 	void	(*kick)(struct tern_lane *lane);
-	void	(*push)(struct tern_lane *lane);
+	void	(*push)(struct tern_lane *lane, bool can_sleep);
+	bool	push_sleeps;
 	void	(*shutdown)(struct tern_lane *lane);
 	int	(*pull)(struct tern_lane *lane, struct tern_srv_req *req,
 			const struct bio_vec *bvec, unsigned int nr_bvec);
@@ -159,6 +164,8 @@ const char *tern_lane_name(struct tern_lane *lane);
 
 /* Remote data (TERN_FEAT_REMOTE_DATA) was negotiated on @lane. */
 bool tern_lane_remote_data(struct tern_lane *lane);
+/* @lane may call tern_lane_rx_*() and tern_lane_tx_*() from softirq. */
+bool tern_lane_rx_softirq_ok(struct tern_lane *lane);
 /* Recompute hdr_crc after a transport changed a header it transmits. */
 void tern_wire_hdr_seal(struct tern_wire_hdr *hdr);
 /* A ->pull finished: @status 0 or a negative errno. Lane worker only. */

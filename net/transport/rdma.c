@@ -95,6 +95,18 @@ module_param(io_budget, uint, 0644);
 MODULE_PARM_DESC(io_budget,
 		 "Messages per io_work run before yielding (default 64)");
 
+/*
+ * Off by default: soft-RoCE raises the CQ's softirq from its own worker,
+ * so the handler runs in ksoftirqd, at normal priority, and completing
+ * requests there measured slower (Documentation/performance.rst) than
+ * waking the high-priority io_work. On hardware the softirq follows the
+ * interrupt at once, as nvme-rdma assumes.
+ */
+static bool softirq_io;
+module_param(softirq_io, bool, 0644);
+MODULE_PARM_DESC(softirq_io,
+		 "Completion handlers of requester lanes run the lane's I/O themselves instead of waking io_work (default off)");
+
 static unsigned int inline_max = 4096;
 module_param(inline_max, uint, 0644);
 MODULE_PARM_DESC(inline_max,
@@ -216,6 +228,8 @@ static struct {
 	atomic64_t	rdma_write_bytes;
 	atomic64_t	credit_stalls;
 	atomic64_t	sq_stalls;
+	atomic64_t	submitter_sends;	/* SENDs posted by ->push */
+	atomic64_t	softirq_runs;		/* lane I/O in a CQ handler */
 	atomic64_t	injected_bad_rkeys;
 	atomic64_t	injected_bad_lens;
 } tern_rdma_stats;
@@ -276,7 +290,8 @@ struct tern_rdma_lane {
 	u32			peer_recv;	/* the peer's receive buffers */
 
 	/* the owner of TERN_RDMA_IO_BUSY only */
-	gfp_t			tx_gfp;		/* allocations while sending */
+	bool			io_atomic;	/* not io_work: must not sleep */
+	bool			io_deferred;	/* left a frame to io_work */
 	bool			failed;
 	unsigned int		tx_posted;
 	u32			tx_credits;
@@ -328,6 +343,8 @@ static void tern_rdma_kick_locked(struct tern_rdma_lane *tl)
 		queue_work(tern_rdma_wq, &tl->io_work);
 }
 
+static void tern_rdma_wake(struct tern_rdma_lane *tl);
+
 static void tern_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct tern_rdma_buf *buf = container_of(wc->wr_cqe,
@@ -343,8 +360,8 @@ static void tern_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	buf->inv_rkey = buf->inv ? wc->ex.invalidate_rkey : 0;
 	spin_lock_bh(&tl->lock);
 	list_add_tail(&buf->entry, &tl->rx_done);
-	tern_rdma_kick_locked(tl);
 	spin_unlock_bh(&tl->lock);
+	tern_rdma_wake(tl);
 }
 
 static void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -352,6 +369,7 @@ static void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct tern_rdma_buf *buf = container_of(wc->wr_cqe,
 						 struct tern_rdma_buf, cqe);
 	struct tern_rdma_lane *tl = buf->tl;
+	bool wake;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		tern_rdma_wc_error(tl, wc, "send");
@@ -367,11 +385,11 @@ static void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * or io_work stopped for want of send buffers or queue entries:
 	 * waking it for every SEND costs a context switch per message.
 	 */
-	if (buf->op || tl->tx_stalled) {
-		tl->tx_stalled = false;
-		tern_rdma_kick_locked(tl);
-	}
+	wake = buf->op || tl->tx_stalled;
+	tl->tx_stalled = false;
 	spin_unlock_bh(&tl->lock);
+	if (wake)
+		tern_rdma_wake(tl);
 }
 
 static int tern_rdma_post_recv(struct tern_rdma_lane *tl,
@@ -436,8 +454,8 @@ static void tern_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (op->kind != TERN_RDMA_OP_PUSH)
 		list_add_tail(&op->done, &tl->op_done);
 	tl->tx_stalled = false;
-	tern_rdma_kick_locked(tl);
 	spin_unlock_bh(&tl->lock);
+	tern_rdma_wake(tl);
 }
 
 static bool tern_rdma_sq_take(struct tern_rdma_lane *tl, unsigned int n)
@@ -461,6 +479,12 @@ static void tern_rdma_sq_return(struct tern_rdma_lane *tl, unsigned int n)
 	spin_lock_bh(&tl->lock);
 	tl->sq_free += n;
 	spin_unlock_bh(&tl->lock);
+}
+
+/* Allocations of the lane's I/O: a failed one on a requester goes inline. */
+static gfp_t tern_rdma_gfp(struct tern_rdma_lane *tl)
+{
+	return tl->io_atomic ? GFP_NOWAIT : GFP_NOIO;
 }
 
 static struct tern_rdma_op *tern_rdma_op_alloc(struct tern_rdma_lane *tl,
@@ -612,7 +636,7 @@ static struct tern_rdma_op *tern_rdma_reg_prepare(struct tern_rdma_lane *tl,
 	    !(flags & (TERN_WIRE_F_DATA_TO_RESPONDER |
 		       TERN_WIRE_F_DATA_FROM_RESPONDER)))
 		return NULL;
-	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_REG, tl->tx_gfp);
+	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_REG, tern_rdma_gfp(tl));
 	if (!op)
 		goto inline_data;
 	op->frame = f;
@@ -621,7 +645,7 @@ static struct tern_rdma_op *tern_rdma_reg_prepare(struct tern_rdma_lane *tl,
 	op->dir = flags & TERN_WIRE_F_DATA_TO_RESPONDER ? DMA_TO_DEVICE :
 							   DMA_FROM_DEVICE;
 	if (tern_rdma_bvec_sgt(&op->sgt, req->bvec, req->nr_bvec, 0, len,
-			       tl->tx_gfp))
+			       tern_rdma_gfp(tl)))
 		goto inline_data;
 	op->sg_mapped = ib_dma_map_sg(tl->dev, op->sgt.sgl,
 				      op->sgt.orig_nents, op->dir);
@@ -1108,11 +1132,17 @@ static int tern_rdma_tx_prepare(struct tern_rdma_lane *tl, unsigned int *wrs)
 	struct tern_rdma_op *op = NULL;
 	size_t len;
 
-	if (f->hdr.type == TERN_WIRE_REQUEST)
+	if (f->hdr.type == TERN_WIRE_REQUEST) {
 		op = tern_rdma_reg_prepare(tl, f);
-	else if (f->nr_rdesc &&
-		 (le16_to_cpu(f->hdr.flags) & TERN_WIRE_F_REMOTE))
+	} else if (f->nr_rdesc &&
+		   (le16_to_cpu(f->hdr.flags) & TERN_WIRE_F_REMOTE)) {
+		/* rdma_rw_ctx_init() may sleep: io_work writes the data */
+		if (tl->io_atomic) {
+			tl->io_deferred = true;
+			return -EAGAIN;
+		}
 		op = tern_rdma_push_prepare(tl, f);
+	}
 	if (IS_ERR(op))
 		return PTR_ERR(op);
 
@@ -1239,8 +1269,6 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	return 1;
 }
 
-static void tern_rdma_kick(struct tern_lane *lane);
-
 /* tl->io_flags */
 #define TERN_RDMA_IO_BUSY	0	/* someone runs the lane's I/O steps */
 #define TERN_RDMA_IO_MISSED	1	/* io_work found it busy: run it again */
@@ -1322,35 +1350,75 @@ static void tern_rdma_io_work(struct work_struct *work)
 }
 
 /*
- * A submitter queued frames: post them from its context when nobody else
- * runs the lane's I/O, which saves a wakeup of io_work (and the context
- * switch into it) per burst of requests. Only sending happens here;
- * completions stay with io_work. Atomic context: allocations may not
- * sleep, and a failed one sends the data inline.
+ * Run the lane's I/O in atomic context, with TERN_RDMA_IO_BUSY taken on a
+ * ready lane: all of it, or only sending. Allocations may not sleep: a
+ * registration that cannot get memory sends its data inline, and a reply
+ * whose data goes by RDMA WRITE waits for io_work.
  */
-static void tern_rdma_push(struct tern_lane *lane)
+static void tern_rdma_io_atomic(struct tern_rdma_lane *tl, bool send_only)
 {
-	struct tern_rdma_lane *tl = lane->tpriv;
-	bool ready;
+	bool deferred;
 	int ret;
 
-	if (!tern_rdma_io_trylock(tl)) {
-		tern_rdma_kick(lane);	/* the owner may be past its send step */
-		return;
+	if (!tl->failed) {
+		tl->io_atomic = true;
+		if (send_only) {
+			while ((ret = tern_rdma_send_step(tl)) > 0)
+				TERN_RDMA_STAT(submitter_sends, 1);
+			if (ret < 0)
+				tern_rdma_fail(tl, ret);
+		} else {
+			TERN_RDMA_STAT(softirq_runs, 1);
+			tern_rdma_io_steps(tl);
+		}
+		tl->io_atomic = false;
 	}
-	spin_lock_bh(&tl->lock);
-	ready = tl->ready && !tl->stopped;
-	spin_unlock_bh(&tl->lock);
-	if (ready && !tl->failed) {
-		tl->tx_gfp = GFP_NOWAIT;
-		do {
-			ret = tern_rdma_send_step(tl);
-		} while (ret > 0);
-		tl->tx_gfp = GFP_NOIO;
-		if (ret < 0)
-			tern_rdma_fail(tl, ret);
-	}
+	deferred = tl->io_deferred;
+	tl->io_deferred = false;
 	tern_rdma_io_unlock(tl);
+	if (deferred) {
+		spin_lock_bh(&tl->lock);
+		tern_rdma_kick_locked(tl);
+		spin_unlock_bh(&tl->lock);
+	}
+}
+
+/*
+ * Run the lane's I/O right here if we get TERN_RDMA_IO_BUSY, or else leave
+ * it to io_work.
+ *
+ * A submitter (->push) only sends: posting its requests from its own
+ * context saves a wakeup of io_work, and the context switch into it, per
+ * burst of requests.
+ *
+ * A completion handler (softirq) with news for io_work handles all of it
+ * on a live requester lane when softirq_io is set, the way a block driver
+ * completes requests in its interrupt handler.
+ */
+static void tern_rdma_io_try(struct tern_rdma_lane *tl, bool completion)
+{
+	bool here;
+
+	spin_lock_bh(&tl->lock);
+	here = tl->ready && !tl->stopped &&
+	       (!completion || (READ_ONCE(softirq_io) &&
+				tern_lane_rx_softirq_ok(tl->lane))) &&
+	       tern_rdma_io_trylock(tl);
+	if (!here)
+		tern_rdma_kick_locked(tl);
+	spin_unlock_bh(&tl->lock);
+	if (here)
+		tern_rdma_io_atomic(tl, !completion);
+}
+
+static void tern_rdma_push(struct tern_lane *lane, bool can_sleep)
+{
+	tern_rdma_io_try(lane->tpriv, false);
+}
+
+static void tern_rdma_wake(struct tern_rdma_lane *tl)
+{
+	tern_rdma_io_try(tl, true);
 }
 
 static void tern_rdma_free_bufs(struct tern_rdma_lane *tl,
@@ -1423,7 +1491,6 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 	INIT_WORK(&tl->io_work, tern_rdma_io_work);
 	init_completion(&tl->cm_done);
 	tl->rx_state = TERN_RDMA_RX_HDR;
-	tl->tx_gfp = GFP_NOIO;
 	tl->buf_size = clamp(READ_ONCE(buf_size), TERN_RDMA_MIN_BUF,
 			     TERN_RDMA_MAX_BUF);
 	tl->nr_rbufs = clamp(READ_ONCE(recv_depth), TERN_RDMA_MIN_RECV,
@@ -2098,6 +2165,8 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		{ "rdma_write_bytes",	&tern_rdma_stats.rdma_write_bytes },
 		{ "credit_stalls",	&tern_rdma_stats.credit_stalls },
 		{ "sq_stalls",		&tern_rdma_stats.sq_stalls },
+		{ "submitter_sends",	&tern_rdma_stats.submitter_sends },
+		{ "softirq_runs",	&tern_rdma_stats.softirq_runs },
 		{ "injected_bad_rkeys",	&tern_rdma_stats.injected_bad_rkeys },
 		{ "injected_bad_lens",	&tern_rdma_stats.injected_bad_lens },
 	};

@@ -4,7 +4,9 @@
  *
  * Each lane has one work item (io_work) that does all socket I/O for that
  * lane, both directions, with MSG_DONTWAIT: the socket callbacks
- * (sk_data_ready, sk_write_space, sk_state_change) only queue it. Frames
+ * (sk_data_ready, sk_write_space, sk_state_change) only queue it. A
+ * submitter that may sleep sends its own frames (->push), unless io_work
+ * is sending at that moment. Frames
  * are received header first; the core then says where the front and data
  * go (for replies: straight into the requester's pages found by tid), and
  * the socket copies into them with no intermediate buffer. Data pages are
@@ -14,11 +16,13 @@
  * frames.
  *
  * Locking: nothing global on the data path. sk->sk_callback_lock guards
- * sk_user_data against shutdown; receive and transmit state of a lane is
- * touched only by its io_work (a work item never runs concurrently with
- * itself). Shutdown restores the original callbacks, then cancels io_work
- * synchronously, then releases the socket. Listeners accept from a work
- * item queued by the listening socket's sk_data_ready.
+ * sk_user_data against shutdown; receive state of a lane is touched only
+ * by its io_work (a work item never runs concurrently with itself),
+ * transmit state only by the holder of TERN_TCP_TX_BUSY. Shutdown
+ * restores the original callbacks, then cancels io_work synchronously,
+ * then releases the socket (the core has waited for ->push callers).
+ * Listeners accept from a work item queued by the listening socket's
+ * sk_data_ready.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -55,7 +59,8 @@ struct tern_tcp_lane {
 	struct socket		*sock;
 	struct work_struct	io_work;
 	bool			stopped;	/* under sk_callback_lock */
-	bool			failed;		/* io_work only */
+	bool			failed;
+	unsigned long		tx_flags;	/* TERN_TCP_TX_* */
 
 	void			(*saved_data_ready)(struct sock *sk);
 	void			(*saved_write_space)(struct sock *sk);
@@ -285,6 +290,34 @@ static int tern_tcp_send_data(struct tern_tcp_lane *tl, bool more)
 	return ret;
 }
 
+/*
+ * Transmit state is owned by whoever holds TERN_TCP_TX_BUSY: io_work, or a
+ * submitter in ->push. io_work that finds it taken sets TERN_TCP_TX_MISSED
+ * and the holder requeues it on release, so no kick is lost.
+ */
+#define TERN_TCP_TX_BUSY	0
+#define TERN_TCP_TX_MISSED	1
+
+static bool tern_tcp_tx_trylock(struct tern_tcp_lane *tl)
+{
+	return !test_and_set_bit_lock(TERN_TCP_TX_BUSY, &tl->tx_flags);
+}
+
+static void tern_tcp_tx_unlock(struct tern_tcp_lane *tl)
+{
+	clear_bit_unlock(TERN_TCP_TX_BUSY, &tl->tx_flags);
+	/* pairs with the barrier in tern_tcp_send_some() */
+	smp_mb__after_atomic();
+	if (test_and_clear_bit(TERN_TCP_TX_MISSED, &tl->tx_flags))
+		queue_work(tern_tcp_wq, &tl->io_work);
+}
+
+static void tern_tcp_fail(struct tern_tcp_lane *tl, int err)
+{
+	WRITE_ONCE(tl->failed, true);
+	tern_lane_error(tl->lane, err == -EPIPE ? 0 : err);
+}
+
 /* Return: 1 if progress was made, 0 if nothing (more) can be sent, <0. */
 static int tern_tcp_send_step(struct tern_tcp_lane *tl)
 {
@@ -333,6 +366,24 @@ static int tern_tcp_send_step(struct tern_tcp_lane *tl)
 	return 1;
 }
 
+/* io_work's send step: skipped while a submitter sends. */
+static int tern_tcp_send_some(struct tern_tcp_lane *tl)
+{
+	int ret;
+
+	if (!tern_tcp_tx_trylock(tl)) {
+		set_bit(TERN_TCP_TX_MISSED, &tl->tx_flags);
+		/* MISSED before the retry; pairs with tern_tcp_tx_unlock() */
+		smp_mb__after_atomic();
+		if (!tern_tcp_tx_trylock(tl))
+			return 0;
+		clear_bit(TERN_TCP_TX_MISSED, &tl->tx_flags);
+	}
+	ret = tern_tcp_send_step(tl);
+	tern_tcp_tx_unlock(tl);
+	return ret;
+}
+
 static void tern_tcp_io_work(struct work_struct *work)
 {
 	struct tern_tcp_lane *tl = container_of(work, struct tern_tcp_lane,
@@ -340,10 +391,10 @@ static void tern_tcp_io_work(struct work_struct *work)
 	unsigned int budget = READ_ONCE(io_budget) ?: 1;
 	int sent, received;
 
-	if (tl->failed)
+	if (READ_ONCE(tl->failed))
 		return;
 	do {
-		sent = tern_tcp_send_step(tl);
+		sent = tern_tcp_send_some(tl);
 		if (sent < 0)
 			goto fail;
 		received = tern_tcp_recv_step(tl);
@@ -358,8 +409,34 @@ static void tern_tcp_io_work(struct work_struct *work)
 	return;
 
 fail:
-	tl->failed = true;
-	tern_lane_error(tl->lane, sent == -EPIPE ? 0 : sent);
+	tern_tcp_fail(tl, sent);
+}
+
+/*
+ * Send from the submitter's context, as nvme-tcp does from queue_rq: the
+ * socket lock may sleep, so only when the submitter may. Socket full:
+ * sk_write_space queues io_work.
+ */
+static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
+{
+	struct tern_tcp_lane *tl = lane->tpriv;
+	unsigned int budget = READ_ONCE(io_budget) ?: 1;
+	int ret = 0;
+
+	if (!can_sleep || !tern_tcp_tx_trylock(tl)) {
+		queue_work(tern_tcp_wq, &tl->io_work);
+		return;
+	}
+	if (!READ_ONCE(tl->failed)) {
+		do {
+			ret = tern_tcp_send_step(tl);
+		} while (ret > 0 && --budget);
+		if (ret < 0)
+			tern_tcp_fail(tl, ret);
+	}
+	tern_tcp_tx_unlock(tl);
+	if (ret > 0)	/* more to send: not on the submitter's time */
+		queue_work(tern_tcp_wq, &tl->io_work);
 }
 
 static void tern_tcp_sock_setup(struct socket *sock)
@@ -616,6 +693,8 @@ static struct tern_transport_ops tern_tcp_ops = {
 	.stop_listen	= tern_tcp_stop_listen,
 	.connect	= tern_tcp_connect,
 	.kick		= tern_tcp_kick,
+	.push		= tern_tcp_push,
+	.push_sleeps	= true,
 	.shutdown	= tern_tcp_shutdown,
 };
 
