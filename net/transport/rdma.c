@@ -110,7 +110,12 @@ MODULE_PARM_DESC(softirq_io,
 static unsigned int inline_max = 4096;
 module_param(inline_max, uint, 0644);
 MODULE_PARM_DESC(inline_max,
-		 "Request data above this many bytes is moved by RDMA READ/WRITE, not copied into SENDs (default 4096)");
+		 "Request data above this many bytes is moved by RDMA READ, not copied into SENDs (default 4096)");
+
+static unsigned int inline_read_max = 4096;
+module_param(inline_read_max, uint, 0644);
+MODULE_PARM_DESC(inline_read_max,
+		 "Reply data above this many bytes is moved by RDMA WRITE, not copied into SENDs (default 4096)");
 
 static unsigned int mr_count = 128;
 module_param(mr_count, uint, 0444);
@@ -632,9 +637,10 @@ static struct tern_rdma_op *tern_rdma_reg_prepare(struct tern_rdma_lane *tl,
 	int left, n, err;
 
 	if (!req || !tl->mr_pool || !tern_lane_remote_data(tl->lane) ||
-	    len <= READ_ONCE(inline_max) ||
 	    !(flags & (TERN_WIRE_F_DATA_TO_RESPONDER |
-		       TERN_WIRE_F_DATA_FROM_RESPONDER)))
+		       TERN_WIRE_F_DATA_FROM_RESPONDER)) ||
+	    len <= (flags & TERN_WIRE_F_DATA_TO_RESPONDER ?
+		    READ_ONCE(inline_max) : READ_ONCE(inline_read_max)))
 		return NULL;
 	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_REG, tern_rdma_gfp(tl));
 	if (!op)

@@ -19,6 +19,11 @@
 #   BENCH_GB [1]            size of the null_blk device, GiB
 #   BENCH_DEVICES           subset, e.g. "tern-tcp nvme-tcp" [all six]
 #   BENCH_WORKLOADS         subset of workload names [all seven]
+#   BENCH_PROFILE [0]       N > 0: after the measured rounds, one more
+#                           run per device and workload under perf record
+#                           (all CPUs, call graphs off), printing the N
+#                           hottest symbols ("BLK-PROFILE "); diagnostic,
+#                           never mixed into the samples
 set -euo pipefail
 
 src=${TERN_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -303,6 +308,27 @@ if [ -n "${BENCH_WORKLOADS:-}" ]; then
 	workloads=("${sel[@]}")
 fi
 
+# Where the CPU goes during one run: perf's software clock on every CPU
+# (TCG has no PMU), symbols of the kernel and modules included.
+profile_one() {
+	local dev=$1 wl=$2 name rw bs qd jobs
+	read -r name rw bs qd jobs <<< "$wl"
+	perf record -a -F 999 -o "$tmp/perf.data" -- \
+		fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
+		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--numjobs="$jobs" --group_reporting --time_based \
+		--runtime="$runtime" --norandommap --randrepeat=0 \
+		--output=/dev/null > "$tmp/perf.err" 2>&1 ||
+		{ log "$dev $name: perf record failed"; cat "$tmp/perf.err" >&2; return 1; }
+	perf report -i "$tmp/perf.data" --stdio --no-children --sort sym \
+		2> /dev/null | awk -v dev="$dev" -v wl="$name" -v n="$profile" '
+		/^ *[0-9.]+%/ && shown < n {
+			printf "BLK-PROFILE %s %s %s", dev, wl, $1
+			for (i = 3; i <= NF; i++) printf " %s", $i
+			printf "\n"; shown++
+		}'
+}
+
 failed=0
 n=${#devices[@]}
 for round in $(seq "$rounds"); do
@@ -313,4 +339,12 @@ for round in $(seq "$rounds"); do
 		done
 	done
 done
+profile=${BENCH_PROFILE:-0}
+if [ "$profile" -gt 0 ]; then
+	for wl in "${workloads[@]}"; do
+		for d in "${devices[@]}"; do
+			profile_one "$d" "$wl" || failed=1
+		done
+	done
+fi
 exit "$failed"

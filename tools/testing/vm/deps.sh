@@ -18,7 +18,7 @@ packages=(
 	"linux-headers-$KSERIES-amd64" "linux-source-$KSERIES"
 	gcc make perl python3 sparse xz-utils
 	qemu-system-x86 busybox-static kmod cpio iproute2
-	fio e2fsprogs nvme-cli util-linux procps gnuplot-nox
+	fio e2fsprogs nvme-cli util-linux procps gnuplot-nox linux-perf
 )
 
 log() { echo "deps: $*" >&2; }
