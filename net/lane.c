@@ -143,23 +143,6 @@ bool tern_lane_remote_data(struct tern_lane *lane)
 }
 EXPORT_SYMBOL_GPL(tern_lane_remote_data);
 
-/**
- * tern_lane_rx_softirq_ok - may @lane's frames reach the core in softirq?
- * @lane: the lane
- *
- * A live requester lane receives only replies and keepalive answers,
- * which complete requests without sleeping; a transport may hand those
- * to the core straight from its completion handler, saving a worker
- * wakeup per reply. Everything else needs process context.
- */
-bool tern_lane_rx_softirq_ok(struct tern_lane *lane)
-{
-	struct tern_core_lane *cl = to_core_lane(lane);
-
-	return cl->requester && READ_ONCE(cl->state) == TERN_LANE_LIVE;
-}
-EXPORT_SYMBOL_GPL(tern_lane_rx_softirq_ok);
-
 typedef void (*tern_chunk_fn)(void *addr, size_t len, void *arg);
 
 /* Visit @len bytes of a bio_vec array after skipping @skip, page by page. */

@@ -88,12 +88,11 @@ typedef void (*tern_request_done_t)(struct tern_request *req);
  * Embedded in ULP memory and initialised with tern_request_init(). The ULP
  * fills the fields above @status, calls tern_send() and must keep @front,
  * @bvec, the pages and @reply_front valid until @done has been called.
- * @done runs exactly once, in process context (a lane's worker, a
- * submitter in tern_send(), or inside tern_cancel() or
- * tern_session_destroy()) or in softirq (a transport's completion
- * handler), must not block (call tern_send() from it only with
- * TERN_SEND_NOWAIT), and the core never touches the request after it
- * returns.
+ * @done runs exactly once, in process context (a lane's worker or a
+ * transport's completion handler, a submitter in tern_send(), or inside
+ * tern_cancel() or tern_session_destroy()), maybe atomic, must not block
+ * (call tern_send() from it only with TERN_SEND_NOWAIT), and the core
+ * never touches the request after it returns.
  */
 struct tern_request {
 	const void		*front;

@@ -14,10 +14,10 @@
  *  - Transmit: tern_lane_tx_next() hands out the next frame; send header,
  *    front and data, then call tern_lane_tx_done(). The core pokes the
  *    transport with ->kick() when frames are queued.
- *  - All these calls come from one context per lane at a time: the lane's
- *    worker, in process context; for transmitting only, a submitter in
- *    ->push; or, while tern_lane_rx_softirq_ok(), a completion handler in
- *    softirq.
+ *  - All these calls come from one context per lane at a time, in process
+ *    context: the lane's worker (or whatever the transport runs it in);
+ *    for transmitting only, also a submitter in ->push, which may be
+ *    atomic.
  *  - ->shutdown() is synchronous: once it returns the transport makes no
  *    further calls for that lane.
  *
@@ -164,8 +164,6 @@ const char *tern_lane_name(struct tern_lane *lane);
 
 /* Remote data (TERN_FEAT_REMOTE_DATA) was negotiated on @lane. */
 bool tern_lane_remote_data(struct tern_lane *lane);
-/* @lane may call tern_lane_rx_*() and tern_lane_tx_*() from softirq. */
-bool tern_lane_rx_softirq_ok(struct tern_lane *lane);
 /* Recompute hdr_crc after a transport changed a header it transmits. */
 void tern_wire_hdr_seal(struct tern_wire_hdr *hdr);
 /* A ->pull finished: @status 0 or a negative errno. Lane worker only. */

@@ -20,13 +20,15 @@
  * header-only CREDIT message goes out. The last credit is only spent on a
  * SEND that grants credits too, so two peers can never both wait.
  *
- * Contexts: completions run in softirq (IB_POLL_SOFTIRQ on a CQ from the
- * device's CQ pool) and only move receive buffers to a list, count send
- * completions and queue the lane's io_work; a plain SEND completing wakes
- * io_work only when it stalled on the send ring. io_work runs in process
- * context, as the core requires, and does everything else: it parses the
- * received bytes, reposts receive buffers, copies queued frames into the
- * send ring and posts them. A frame is copied into registered send buffers
+ * Contexts: completions run in a work item (IB_POLL_WORKQUEUE on a CQ from
+ * the device's CQ pool): they move receive buffers to a list and count
+ * send completions, then run the lane's I/O right there, in process
+ * context as the core requires: parse the received bytes, repost receive
+ * buffers, copy queued frames into the send ring and post them. Only when
+ * someone else runs it (TERN_RDMA_IO_BUSY) do they queue the lane's
+ * io_work, which also serves kicks from the core. A plain SEND completing
+ * is news only when sending stalled on the send ring. Submitters post
+ * their own requests (->push). A frame is copied into registered send buffers
  * and handed back to the core at once (tern_lane_tx_done()), so the core's
  * frames never wait for the wire.
  *
@@ -94,18 +96,6 @@ static unsigned int io_budget = 64;
 module_param(io_budget, uint, 0644);
 MODULE_PARM_DESC(io_budget,
 		 "Messages per io_work run before yielding (default 64)");
-
-/*
- * Off by default: soft-RoCE raises the CQ's softirq from its own worker,
- * so the handler runs in ksoftirqd, at normal priority, and completing
- * requests there measured slower (Documentation/performance.rst) than
- * waking the high-priority io_work. On hardware the softirq follows the
- * interrupt at once, as nvme-rdma assumes.
- */
-static bool softirq_io;
-module_param(softirq_io, bool, 0644);
-MODULE_PARM_DESC(softirq_io,
-		 "Completion handlers of requester lanes run the lane's I/O themselves instead of waking io_work (default off)");
 
 static unsigned int inline_max = 4096;
 module_param(inline_max, uint, 0644);
@@ -234,7 +224,7 @@ static struct {
 	atomic64_t	credit_stalls;
 	atomic64_t	sq_stalls;
 	atomic64_t	submitter_sends;	/* SENDs posted by ->push */
-	atomic64_t	softirq_runs;		/* lane I/O in a CQ handler */
+	atomic64_t	handler_runs;		/* lane I/O in a CQ handler */
 	atomic64_t	injected_bad_rkeys;
 	atomic64_t	injected_bad_lens;
 } tern_rdma_stats;
@@ -1275,25 +1265,57 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	return 1;
 }
 
-/* tl->io_flags */
-#define TERN_RDMA_IO_BUSY	0	/* someone runs the lane's I/O steps */
-#define TERN_RDMA_IO_MISSED	1	/* io_work found it busy: run it again */
+/*
+ * tl->io_flags: the lane's I/O runs under TERN_RDMA_IO_BUSY, taken by
+ * io_work, by a completion handler or by a submitter, whoever comes
+ * first. One that finds it taken sets TERN_RDMA_IO_MISSED and leaves; the
+ * holder looks at it after letting go, so the work is never lost: a full
+ * runner takes the bit back and runs again, a submitter (which only
+ * sends) queues io_work.
+ */
+#define TERN_RDMA_IO_BUSY	0
+#define TERN_RDMA_IO_MISSED	1
 
 static bool tern_rdma_io_trylock(struct tern_rdma_lane *tl)
 {
 	return !test_and_set_bit_lock(TERN_RDMA_IO_BUSY, &tl->io_flags);
 }
 
-static void tern_rdma_io_unlock(struct tern_rdma_lane *tl)
+/* Take TERN_RDMA_IO_BUSY, or leave a note for its holder. */
+static bool tern_rdma_io_enter(struct tern_rdma_lane *tl, bool full)
+{
+	if (!tern_rdma_io_trylock(tl)) {
+		set_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
+		/* MISSED before the retry; pairs with tern_rdma_io_leave() */
+		smp_mb__after_atomic();
+		if (!tern_rdma_io_trylock(tl))
+			return false;
+	}
+	/* a full run does whatever any note was for */
+	if (full)
+		clear_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
+	return true;
+}
+
+/*
+ * Let go of TERN_RDMA_IO_BUSY. Return: true when a full runner (@full)
+ * holds it again because someone left a note: run again.
+ */
+static bool tern_rdma_io_leave(struct tern_rdma_lane *tl, bool full)
 {
 	clear_bit_unlock(TERN_RDMA_IO_BUSY, &tl->io_flags);
-	/* pairs with the barrier in tern_rdma_io_work() */
+	/* pairs with the barrier in tern_rdma_io_enter() */
 	smp_mb__after_atomic();
+	if (!test_bit(TERN_RDMA_IO_MISSED, &tl->io_flags))
+		return false;
+	if (full)
+		return tern_rdma_io_enter(tl, true);
 	if (test_and_clear_bit(TERN_RDMA_IO_MISSED, &tl->io_flags)) {
 		spin_lock_bh(&tl->lock);
 		tern_rdma_kick_locked(tl);
 		spin_unlock_bh(&tl->lock);
 	}
+	return false;
 }
 
 static void tern_rdma_fail(struct tern_rdma_lane *tl, int err)
@@ -1337,94 +1359,97 @@ fail:
 	tern_rdma_fail(tl, sent);
 }
 
+/*
+ * With TERN_RDMA_IO_BUSY held: run the lane's I/O, and again for the notes
+ * left meanwhile, but a few times at most: then io_work goes on, so a
+ * completion handler cannot be kept from the CQ's other lanes.
+ */
+static void tern_rdma_io_run(struct tern_rdma_lane *tl)
+{
+	unsigned int rounds = 4;
+
+	do {
+		tern_rdma_io_steps(tl);
+		if (!--rounds) {
+			clear_bit_unlock(TERN_RDMA_IO_BUSY, &tl->io_flags);
+			spin_lock_bh(&tl->lock);
+			tern_rdma_kick_locked(tl);
+			spin_unlock_bh(&tl->lock);
+			return;
+		}
+	} while (tern_rdma_io_leave(tl, true));
+}
+
 static void tern_rdma_io_work(struct work_struct *work)
 {
 	struct tern_rdma_lane *tl = container_of(work, struct tern_rdma_lane,
 						 io_work);
 
-	if (!tern_rdma_io_trylock(tl)) {
-		/* A submitter is sending: have it requeue us when done. */
-		set_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
-		/* MISSED before the retry; pairs with tern_rdma_io_unlock() */
-		smp_mb__after_atomic();
-		if (!tern_rdma_io_trylock(tl))
-			return;
-	}
-	clear_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
-	tern_rdma_io_steps(tl);
-	tern_rdma_io_unlock(tl);
+	if (tern_rdma_io_enter(tl, true))
+		tern_rdma_io_run(tl);
+}
+
+static bool tern_rdma_io_live(struct tern_rdma_lane *tl)
+{
+	bool live;
+
+	spin_lock_bh(&tl->lock);
+	live = tl->ready && !tl->stopped;
+	spin_unlock_bh(&tl->lock);
+	return live;
 }
 
 /*
- * Run the lane's I/O in atomic context, with TERN_RDMA_IO_BUSY taken on a
- * ready lane: all of it, or only sending. Allocations may not sleep: a
- * registration that cannot get memory sends its data inline, and a reply
- * whose data goes by RDMA WRITE waits for io_work.
+ * Completion handlers (a work item of the CQ, process context) call this
+ * when their completion is news for the lane: they run the lane's I/O
+ * themselves, as nvmet-rdma handles commands in its CQ's work item, which
+ * saves waking io_work and a context switch per batch of completions.
+ * Handlers run one completion at a time, so what a handler sends goes
+ * out at once rather than in batches: RDMA's order needs no more.
  */
-static void tern_rdma_io_atomic(struct tern_rdma_lane *tl, bool send_only)
+static void tern_rdma_wake(struct tern_rdma_lane *tl)
 {
+	if (!tern_rdma_io_live(tl) || !tern_rdma_io_enter(tl, true))
+		return;
+	TERN_RDMA_STAT(handler_runs, 1);
+	tern_rdma_io_run(tl);
+}
+
+/*
+ * A submitter queued frames: post them from its context, which may be
+ * atomic (queue_rq), unless someone else runs the lane's I/O: saves a
+ * wakeup of io_work, and the context switch into it, per burst of
+ * requests. Only sending happens here and allocations may not sleep: a
+ * registration without memory sends its data inline, and a reply whose
+ * data goes by RDMA WRITE (rdma_rw_ctx_init() may sleep) waits for
+ * io_work.
+ */
+static void tern_rdma_push(struct tern_lane *lane, bool can_sleep)
+{
+	struct tern_rdma_lane *tl = lane->tpriv;
 	bool deferred;
 	int ret;
 
+	if (!tern_rdma_io_live(tl))
+		return;
+	if (!tern_rdma_io_enter(tl, false))
+		return;
 	if (!tl->failed) {
 		tl->io_atomic = true;
-		if (send_only) {
-			while ((ret = tern_rdma_send_step(tl)) > 0)
-				TERN_RDMA_STAT(submitter_sends, 1);
-			if (ret < 0)
-				tern_rdma_fail(tl, ret);
-		} else {
-			TERN_RDMA_STAT(softirq_runs, 1);
-			tern_rdma_io_steps(tl);
-		}
+		while ((ret = tern_rdma_send_step(tl)) > 0)
+			TERN_RDMA_STAT(submitter_sends, 1);
 		tl->io_atomic = false;
+		if (ret < 0)
+			tern_rdma_fail(tl, ret);
 	}
 	deferred = tl->io_deferred;
 	tl->io_deferred = false;
-	tern_rdma_io_unlock(tl);
+	tern_rdma_io_leave(tl, false);
 	if (deferred) {
 		spin_lock_bh(&tl->lock);
 		tern_rdma_kick_locked(tl);
 		spin_unlock_bh(&tl->lock);
 	}
-}
-
-/*
- * Run the lane's I/O right here if we get TERN_RDMA_IO_BUSY, or else leave
- * it to io_work.
- *
- * A submitter (->push) only sends: posting its requests from its own
- * context saves a wakeup of io_work, and the context switch into it, per
- * burst of requests.
- *
- * A completion handler (softirq) with news for io_work handles all of it
- * on a live requester lane when softirq_io is set, the way a block driver
- * completes requests in its interrupt handler.
- */
-static void tern_rdma_io_try(struct tern_rdma_lane *tl, bool completion)
-{
-	bool here;
-
-	spin_lock_bh(&tl->lock);
-	here = tl->ready && !tl->stopped &&
-	       (!completion || (READ_ONCE(softirq_io) &&
-				tern_lane_rx_softirq_ok(tl->lane))) &&
-	       tern_rdma_io_trylock(tl);
-	if (!here)
-		tern_rdma_kick_locked(tl);
-	spin_unlock_bh(&tl->lock);
-	if (here)
-		tern_rdma_io_atomic(tl, !completion);
-}
-
-static void tern_rdma_push(struct tern_lane *lane, bool can_sleep)
-{
-	tern_rdma_io_try(lane->tpriv, false);
-}
-
-static void tern_rdma_wake(struct tern_rdma_lane *tl)
-{
-	tern_rdma_io_try(tl, true);
 }
 
 static void tern_rdma_free_bufs(struct tern_rdma_lane *tl,
@@ -1535,7 +1560,7 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	 * Softirq polling: the handlers only queue buffers and io_work, so
 	 * a workqueue hop here would only add latency.
 	 */
-	tl->cq = ib_cq_pool_get(tl->dev, tl->cq_size, -1, IB_POLL_SOFTIRQ);
+	tl->cq = ib_cq_pool_get(tl->dev, tl->cq_size, -1, IB_POLL_WORKQUEUE);
 	if (IS_ERR(tl->cq)) {
 		err = PTR_ERR(tl->cq);
 		tl->cq = NULL;
@@ -2172,7 +2197,7 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		{ "credit_stalls",	&tern_rdma_stats.credit_stalls },
 		{ "sq_stalls",		&tern_rdma_stats.sq_stalls },
 		{ "submitter_sends",	&tern_rdma_stats.submitter_sends },
-		{ "softirq_runs",	&tern_rdma_stats.softirq_runs },
+		{ "handler_runs",	&tern_rdma_stats.handler_runs },
 		{ "injected_bad_rkeys",	&tern_rdma_stats.injected_bad_rkeys },
 		{ "injected_bad_lens",	&tern_rdma_stats.injected_bad_lens },
 	};

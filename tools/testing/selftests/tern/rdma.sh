@@ -166,18 +166,16 @@ both_transports() {
 		{ unmap "$r"; return 1; }
 	echo "rdma: $r ($(cat /sys/block/$r/tern/transport)), tcp: $t ($(cat /sys/block/$t/tern/transport), $(cat /sys/block/$t/tern/lanes) lanes)"
 	[ "$(cat /sys/block/$t/tern/lanes)" = "$(nproc)" ] || rc=1
-	echo 1 > $ZC_PARAMS/softirq_io	# replies complete in the CQ handler
 	zc_snap
 	fio_half "$r" 0 & pr=$!
 	fio_half "$t" 1 & pt=$!
 	wait $pr || { echo "fio over rdma failed"; rc=1; }
 	wait $pt || { echo "fio over tcp failed"; rc=1; }
-	echo 0 > $ZC_PARAMS/softirq_io
 	# block writes above inline_max: the target READs the client's
 	# pages; reads: the target WRITEs them (fio's bs goes to 128k)
-	# and requests go out from queue_rq, replies complete in softirq
+	# and requests go out from queue_rq, completion handlers do the rest
 	zc_moved rdma_reads rdma_read_bytes rdma_writes rdma_write_bytes \
-		zc_requests remote_invalidates submitter_sends softirq_runs ||
+		zc_requests remote_invalidates submitter_sends handler_runs ||
 		rc=1
 	# mixed sizes: replies to inline and to zero-copy requests share
 	# SENDs, and none of that may look like a protocol error
