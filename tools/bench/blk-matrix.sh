@@ -217,7 +217,7 @@ setup_nvme() {
 
 # Every device gets the same block-layer settings: no I/O scheduler.
 describe() {
-	local name=$1 dev=${path[$1]##*/} q=/sys/block/${path[$1]##*/} hwq
+	local name=$1 dev=${path[$1]##*/} q=/sys/block/${path[$1]##*/} hwq flags
 	echo none > "$q/queue/scheduler"
 	hwq=("$q"/mq/*)
 	printf 'BLK-DEV {"device":"%s","path":"%s","hw_queues":%d,"nr_tags":%d,' \
@@ -225,8 +225,13 @@ describe() {
 	printf '"nr_requests":%d,"max_sectors_kb":%d,"max_hw_sectors_kb":%d,' \
 		"$(cat "$q/queue/nr_requests")" "$(cat "$q/queue/max_sectors_kb")" \
 		"$(cat "$q/queue/max_hw_sectors_kb")"
-	printf '"scheduler":"%s","cpus":%d}\n' \
-		"$(sed 's/.*\[\(.*\)\].*/\1/' "$q/queue/scheduler")" "$ncpu"
+	# blk-mq's debugfs: SHOULD_MERGE, TAG_HCTX_SHARED, BLOCKING...
+	flags=$(sed -n 's/.*alloc_policy=[A-Z]* *//p' \
+		"/sys/kernel/debug/block/$dev/hctx0/flags" 2>/dev/null |
+		tr '|' ' ' || true)
+	printf '"scheduler":"%s","mq_flags":"%s","cpus":%d}\n' \
+		"$(sed 's/.*\[\(.*\)\].*/\1/' "$q/queue/scheduler")" \
+		"${flags:-?}" "$ncpu"
 }
 
 # Sleep without forking a process: read on a pipe nobody writes.

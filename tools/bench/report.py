@@ -311,14 +311,14 @@ RATIO_HEAD = (["workload", "transport"] + [h for _, h in RATIOS] +
               ["target", "met"])
 
 DEV_HEAD = ["device", "path", "hw queues", "tags/queue", "nr_requests",
-            "max_sectors_kb", "scheduler"]
+            "max_sectors_kb", "scheduler", "blk-mq flags"]
 
 
 def dev_body(devices):
     devices = sorted(devices, key=lambda d: order(d["device"], DEVICE_ORDER))
     return [[d["device"], d["path"], str(d["hw_queues"]), str(d["nr_tags"]),
              str(d["nr_requests"]), str(d["max_sectors_kb"]),
-             d["scheduler"]] for d in devices]
+             d["scheduler"], d.get("mq_flags", "?")] for d in devices]
 
 
 def workloads_of(rows):
