@@ -46,6 +46,11 @@ module_param(io_budget, uint, 0644);
 MODULE_PARM_DESC(io_budget,
 		 "Socket operations per io_work run before yielding (default 64)");
 
+static bool direct_send = true;
+module_param(direct_send, bool, 0644);
+MODULE_PARM_DESC(direct_send,
+		 "Submitters that may sleep send their own frames (default on)");
+
 static struct workqueue_struct *tern_tcp_wq;
 
 enum tern_tcp_rx_state {
@@ -423,7 +428,8 @@ static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 	unsigned int budget = READ_ONCE(io_budget) ?: 1;
 	int ret = 0;
 
-	if (!can_sleep || !tern_tcp_tx_trylock(tl)) {
+	if (!can_sleep || !READ_ONCE(direct_send) ||
+	    !tern_tcp_tx_trylock(tl)) {
 		queue_work(tern_tcp_wq, &tl->io_work);
 		return;
 	}
