@@ -231,6 +231,17 @@ static struct {
 
 #define TERN_RDMA_STAT(f, v)	atomic64_add(v, &tern_rdma_stats.f)
 
+/*
+ * tl->io_flags: the lane's I/O runs under TERN_RDMA_IO_BUSY, taken by
+ * io_work, by a completion handler or by a submitter, whoever comes
+ * first. One that finds it taken sets TERN_RDMA_IO_MISSED and leaves; the
+ * holder looks at it after letting go, so the work is never lost: a full
+ * runner takes the bit back and runs again, a submitter (which only
+ * sends) queues io_work.
+ */
+#define TERN_RDMA_IO_BUSY	0
+#define TERN_RDMA_IO_MISSED	1
+
 struct tern_rdma_lane {
 	enum tern_rdma_ctx_kind	kind;
 	struct tern_lane	*lane;
@@ -286,7 +297,6 @@ struct tern_rdma_lane {
 
 	/* the owner of TERN_RDMA_IO_BUSY only */
 	bool			io_atomic;	/* not io_work: must not sleep */
-	bool			io_deferred;	/* left a frame to io_work */
 	bool			failed;
 	unsigned int		tx_posted;
 	u32			tx_credits;
@@ -336,6 +346,13 @@ static void tern_rdma_kick_locked(struct tern_rdma_lane *tl)
 	lockdep_assert_held(&tl->lock);
 	if (tl->ready && !tl->stopped)
 		queue_work(tern_rdma_wq, &tl->io_work);
+}
+
+static void tern_rdma_kick_tl(struct tern_rdma_lane *tl)
+{
+	spin_lock_bh(&tl->lock);
+	tern_rdma_kick_locked(tl);
+	spin_unlock_bh(&tl->lock);
 }
 
 static void tern_rdma_wake(struct tern_rdma_lane *tl);
@@ -1134,7 +1151,8 @@ static int tern_rdma_tx_prepare(struct tern_rdma_lane *tl, unsigned int *wrs)
 		   (le16_to_cpu(f->hdr.flags) & TERN_WIRE_F_REMOTE)) {
 		/* rdma_rw_ctx_init() may sleep: io_work writes the data */
 		if (tl->io_atomic) {
-			tl->io_deferred = true;
+			/* a note: the submitter's leaving kicks io_work */
+			set_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
 			return -EAGAIN;
 		}
 		op = tern_rdma_push_prepare(tl, f);
@@ -1265,17 +1283,6 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	return 1;
 }
 
-/*
- * tl->io_flags: the lane's I/O runs under TERN_RDMA_IO_BUSY, taken by
- * io_work, by a completion handler or by a submitter, whoever comes
- * first. One that finds it taken sets TERN_RDMA_IO_MISSED and leaves; the
- * holder looks at it after letting go, so the work is never lost: a full
- * runner takes the bit back and runs again, a submitter (which only
- * sends) queues io_work.
- */
-#define TERN_RDMA_IO_BUSY	0
-#define TERN_RDMA_IO_MISSED	1
-
 static bool tern_rdma_io_trylock(struct tern_rdma_lane *tl)
 {
 	return !test_and_set_bit_lock(TERN_RDMA_IO_BUSY, &tl->io_flags);
@@ -1310,11 +1317,8 @@ static bool tern_rdma_io_leave(struct tern_rdma_lane *tl, bool full)
 		return false;
 	if (full)
 		return tern_rdma_io_enter(tl, true);
-	if (test_and_clear_bit(TERN_RDMA_IO_MISSED, &tl->io_flags)) {
-		spin_lock_bh(&tl->lock);
-		tern_rdma_kick_locked(tl);
-		spin_unlock_bh(&tl->lock);
-	}
+	if (test_and_clear_bit(TERN_RDMA_IO_MISSED, &tl->io_flags))
+		tern_rdma_kick_tl(tl);
 	return false;
 }
 
@@ -1350,9 +1354,7 @@ static void tern_rdma_io_steps(struct tern_rdma_lane *tl)
 			return;
 	} while (--budget);
 	/* yield, then go on */
-	spin_lock_bh(&tl->lock);
-	tern_rdma_kick_locked(tl);
-	spin_unlock_bh(&tl->lock);
+	tern_rdma_kick_tl(tl);
 	return;
 
 fail:
@@ -1372,9 +1374,7 @@ static void tern_rdma_io_run(struct tern_rdma_lane *tl)
 		tern_rdma_io_steps(tl);
 		if (!--rounds) {
 			clear_bit_unlock(TERN_RDMA_IO_BUSY, &tl->io_flags);
-			spin_lock_bh(&tl->lock);
-			tern_rdma_kick_locked(tl);
-			spin_unlock_bh(&tl->lock);
+			tern_rdma_kick_tl(tl);
 			return;
 		}
 	} while (tern_rdma_io_leave(tl, true));
@@ -1427,7 +1427,6 @@ static void tern_rdma_wake(struct tern_rdma_lane *tl)
 static void tern_rdma_push(struct tern_lane *lane, bool can_sleep)
 {
 	struct tern_rdma_lane *tl = lane->tpriv;
-	bool deferred;
 	int ret;
 
 	if (!tern_rdma_io_live(tl))
@@ -1442,14 +1441,7 @@ static void tern_rdma_push(struct tern_lane *lane, bool can_sleep)
 		if (ret < 0)
 			tern_rdma_fail(tl, ret);
 	}
-	deferred = tl->io_deferred;
-	tl->io_deferred = false;
 	tern_rdma_io_leave(tl, false);
-	if (deferred) {
-		spin_lock_bh(&tl->lock);
-		tern_rdma_kick_locked(tl);
-		spin_unlock_bh(&tl->lock);
-	}
 }
 
 static void tern_rdma_free_bufs(struct tern_rdma_lane *tl,
@@ -2036,9 +2028,7 @@ static void tern_rdma_kick(struct tern_lane *lane)
 
 	if (!tl)
 		return;
-	spin_lock_bh(&tl->lock);
-	tern_rdma_kick_locked(tl);
-	spin_unlock_bh(&tl->lock);
+	tern_rdma_kick_tl(tl);
 }
 
 static void tern_rdma_shutdown(struct tern_lane *lane)
