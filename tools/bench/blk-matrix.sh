@@ -240,16 +240,28 @@ nap() {
 	read -r -t "$1" -u "$nap_fd" _ || true
 }
 
+# The packet counters a device's transport moves: both soft-RoCE ports
+# for RDMA (host and target share the guest, so one I/O's packets are
+# counted once, on the sending port), loopback for TCP, none otherwise.
+packet_counters() {
+	case $1 in
+	*-rdma) echo /sys/class/infiniband/rxe[01]/ports/1/hw_counters/sent_pkts ;;
+	*-tcp) echo /sys/class/net/lo/statistics/tx_packets ;;
+	esac
+}
+
 # While fio runs, in the background: every quarter second, one
-# "[uptime,busy-jiffies,ios,ctxt]," line: the guest's busy CPU time (user,
-# nice, system, irq, softirq, steal; /proc/stat counts in USER_HZ), the
-# I/Os the device completed (/sys/block/DEV/stat) and the context
-# switches since boot (/proc/stat ctxt), read with shell builtins only so
-# that sampling costs next to nothing. report.py takes the CPU and
-# context switch window out of this timeline.
+# "[uptime,busy-jiffies,ios,ctxt,packets]," line: the guest's busy CPU
+# time (user, nice, system, irq, softirq, steal; /proc/stat counts in
+# USER_HZ), the I/Os the device completed (/sys/block/DEV/stat), the
+# context switches since boot (/proc/stat ctxt) and the packets sent on
+# the device's transport, read with shell builtins only so that sampling
+# costs next to nothing. report.py takes the CPU, context switch and
+# packet window out of this timeline.
 sampler() {
-	local st=/sys/block/$1/stat up rest ci=0
-	local -a io stat
+	local st=/sys/block/$1/stat up rest ci=0 f v pkts
+	local -a io stat counters
+	read -r -a counters <<< "$(packet_counters "$2")"
 	mapfile -t stat < /proc/stat
 	for ci in "${!stat[@]}"; do
 		[[ ${stat[ci]} == "ctxt "* ]] && break
@@ -260,7 +272,12 @@ sampler() {
 		set -- ${stat[0]}
 		read -r -a io < "$st"
 		read -r up rest < /proc/uptime
-		echo "[$up,$(($2 + $3 + $4 + $7 + $8 + $9)),$((io[0] + io[4])),${stat[ci]#ctxt }],"
+		pkts=0
+		for f in "${counters[@]}"; do
+			read -r v < "$f"
+			pkts=$((pkts + v))
+		done
+		echo "[$up,$(($2 + $3 + $4 + $7 + $8 + $9)),$((io[0] + io[4])),${stat[ci]#ctxt },$pkts],"
 		nap 0.25
 	done
 }
@@ -271,7 +288,7 @@ run_one() {
 	local round=$1 dev=$2 wl=$3 name rw bs qd jobs spid rc=0 fio tl
 	read -r name rw bs qd jobs <<< "$wl"
 	rm -f "$tmp/fio.json"
-	sampler "${path[$dev]##*/}" > "$tmp/timeline" &
+	sampler "${path[$dev]##*/}" "$dev" > "$tmp/timeline" &
 	spid=$!
 	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
 		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \

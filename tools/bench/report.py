@@ -41,6 +41,7 @@ BLK_FIGURES = [
     ("lat_p99_us", "p99 us", "{:.0f}"),
     ("cpu_us_per_io", "CPU us/IO", "{:.1f}"),
     ("ctxt_per_io", "ctxsw/IO", "{:.2f}"),
+    ("pkts_per_io", "pkts/IO", "{:.2f}"),
 ]
 
 # Ratio columns: tern over nvme on the same transport, medians.
@@ -183,10 +184,13 @@ def blk_sample(raw):
     s["cpu_us_per_io"] = None
     if window:
         (ta, ba, na, *ca), (tb, bb, nb, *cb) = window
-        # context switches of the whole guest per I/O (older timelines
-        # have no ctxt field)
+        # context switches of the whole guest and packets sent on the
+        # transport per I/O (older timelines lack these fields; devices
+        # without a network transport count no packets)
         if ca and cb and nb > na:
             s["ctxt_per_io"] = (cb[0] - ca[0]) / (nb - na)
+        if len(ca) > 1 and len(cb) > 1 and nb > na and cb[1] > ca[1]:
+            s["pkts_per_io"] = (cb[1] - ca[1]) / (nb - na)
         s.update({"cpu_busy_jiffies": bb - ba, "cpu_window_ios": nb - na,
                   "cpu_window_s": round(tb - ta, 2)})
         # USER_HZ: /proc/stat counts 100 per second on every architecture.
