@@ -29,7 +29,7 @@ struct tern_tgt_io *tern_tgt_io_alloc(u32 len, gfp_t gfp)
 		return NULL;
 	io->nr_bvec = n;
 	for (i = 0; i < n; i++) {
-		struct page *page = alloc_page(gfp);
+		struct page *page = tern_data_page_alloc(gfp);
 		u32 blen = min_t(u32, len, PAGE_SIZE);
 
 		if (!page) {
@@ -49,7 +49,7 @@ void tern_tgt_io_free(struct tern_tgt_io *io)
 	unsigned int i;
 
 	for (i = 0; i < io->nr_bvec; i++)
-		__free_page(io->bvec[i].bv_page);
+		tern_data_page_free(io->bvec[i].bv_page);
 	kfree(io);
 }
 

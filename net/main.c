@@ -196,6 +196,7 @@ static int __init tern_init(void)
 			    &tern_objects_fops);
 	debugfs_create_file("stats", 0400, tern_debugfs_root, NULL,
 			    &tern_total_stats_fops);
+	tern_pages_init();
 	return 0;
 }
 
@@ -205,6 +206,7 @@ static void __exit tern_exit(void)
 
 	debugfs_remove_recursive(tern_debugfs_root);
 	destroy_workqueue(tern_wq);	/* runs pending frees first */
+	tern_pages_exit();
 	for (i = 0; i < TERN_OBJ_MAX; i++)
 		WARN(atomic_read(&tern_objects[i]),
 		     "tern: %d objects of kind %u leaked\n",

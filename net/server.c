@@ -40,8 +40,7 @@ static void tern_srv_req_free(struct tern_srv_req *sreq)
 	spin_unlock_bh(&sess->lock);
 
 	for (i = 0; i < sreq->core_nr_bvec; i++)
-		if (sreq->core_bvec[i].bv_page)
-			__free_page(sreq->core_bvec[i].bv_page);
+		tern_data_page_free(sreq->core_bvec[i].bv_page);
 	kfree(sreq->core_bvec);
 	kfree(sreq->rdesc);
 	kfree(sreq->front_buf);
@@ -353,7 +352,7 @@ static int tern_srv_req_alloc_pages(struct tern_srv_req *sreq)
 		return -ENOMEM;
 	sreq->core_nr_bvec = n;
 	for (i = 0; i < n; i++) {
-		struct page *page = alloc_page(GFP_NOIO);
+		struct page *page = tern_data_page_alloc(GFP_NOIO);
 		u32 len = min_t(u32, left, PAGE_SIZE);
 
 		if (!page)

@@ -255,6 +255,10 @@ void tern_transport_put(const struct tern_transport_ops *tops);
 bool tern_inject_fault(void);
 bool tern_inject_crc(void);
 
+/* pages.c */
+void tern_pages_init(void);
+void tern_pages_exit(void);
+
 /* lane.c */
 struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
 				       const struct tern_transport_ops *tops,

@@ -321,6 +321,10 @@ int tern_push(struct tern_srv_req *req, const struct bio_vec *bvec,
 int tern_reply(struct tern_srv_req *req, int status, const void *front,
 	       u32 front_len);
 
+/* Responder data pages, recycled uncleared: overwrite what others read. */
+struct page *tern_data_page_alloc(gfp_t gfp);
+void tern_data_page_free(struct page *page);
+
 int tern_parse_uri(const char *uri, char *scheme, size_t scheme_len,
 		   struct sockaddr_storage *addr);
 
