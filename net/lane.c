@@ -408,6 +408,20 @@ bool tern_lane_tx_pending(struct tern_lane *lane)
 EXPORT_SYMBOL_GPL(tern_lane_tx_pending);
 
 /**
+ * tern_lane_count_submitter_sends - count sends made by ->push
+ * @lane: the lane
+ * @sends: transmissions (a sendmsg, a SEND) made in the submitter's context
+ *
+ * The counter shows whether requests leave without a worker's wakeup.
+ */
+void tern_lane_count_submitter_sends(struct tern_lane *lane,
+				     unsigned int sends)
+{
+	TERN_LANE_STAT(to_core_lane(lane), submitter_sends, sends);
+}
+EXPORT_SYMBOL_GPL(tern_lane_count_submitter_sends);
+
+/**
  * tern_lane_tx_done - the transport finished sending @frame
  * @lane: the lane
  * @frame: the frame returned by the last tern_lane_tx_next()

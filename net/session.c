@@ -1163,6 +1163,7 @@ static const struct {
 	{ "injected",	  offsetof(struct tern_stats, injected) },
 	{ "remote_pulls", offsetof(struct tern_stats, remote_pulls) },
 	{ "remote_pushes", offsetof(struct tern_stats, remote_pushes) },
+	{ "submitter_sends", offsetof(struct tern_stats, submitter_sends) },
 };
 
 static atomic64_t *tern_stat_field(struct tern_stats *st, unsigned int i)

@@ -75,6 +75,7 @@ struct tern_stats {
 	atomic64_t	injected;
 	atomic64_t	remote_pulls;	/* responder: data read remotely */
 	atomic64_t	remote_pushes;	/* responder: data written remotely */
+	atomic64_t	submitter_sends; /* sent in a ->push caller's context */
 };
 
 struct tern_core_lane;

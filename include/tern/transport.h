@@ -145,6 +145,8 @@ int tern_lane_rx_done(struct tern_lane *lane);
 struct tern_frame *tern_lane_tx_next(struct tern_lane *lane);
 void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame);
 bool tern_lane_tx_pending(struct tern_lane *lane);
+void tern_lane_count_submitter_sends(struct tern_lane *lane,
+				     unsigned int sends);
 
 /* The connection failed (@err < 0) or closed (@err == 0). */
 void tern_lane_error(struct tern_lane *lane, int err);

@@ -223,7 +223,6 @@ static struct {
 	atomic64_t	rdma_write_bytes;
 	atomic64_t	credit_stalls;
 	atomic64_t	sq_stalls;
-	atomic64_t	submitter_sends;	/* SENDs posted by ->push */
 	atomic64_t	handler_runs;		/* lane I/O in a CQ handler */
 	atomic64_t	injected_bad_rkeys;
 	atomic64_t	injected_bad_lens;
@@ -1427,6 +1426,7 @@ static void tern_rdma_wake(struct tern_rdma_lane *tl)
 static void tern_rdma_push(struct tern_lane *lane, bool can_sleep)
 {
 	struct tern_rdma_lane *tl = lane->tpriv;
+	unsigned int sends = 0;
 	int ret;
 
 	if (!tern_rdma_io_live(tl))
@@ -1436,8 +1436,10 @@ static void tern_rdma_push(struct tern_lane *lane, bool can_sleep)
 	if (!tl->failed) {
 		tl->io_atomic = true;
 		while ((ret = tern_rdma_send_step(tl)) > 0)
-			TERN_RDMA_STAT(submitter_sends, 1);
+			sends++;
 		tl->io_atomic = false;
+		if (sends)
+			tern_lane_count_submitter_sends(lane, sends);
 		if (ret < 0)
 			tern_rdma_fail(tl, ret);
 	}
@@ -2186,7 +2188,6 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		{ "rdma_write_bytes",	&tern_rdma_stats.rdma_write_bytes },
 		{ "credit_stalls",	&tern_rdma_stats.credit_stalls },
 		{ "sq_stalls",		&tern_rdma_stats.sq_stalls },
-		{ "submitter_sends",	&tern_rdma_stats.submitter_sends },
 		{ "handler_runs",	&tern_rdma_stats.handler_runs },
 		{ "injected_bad_rkeys",	&tern_rdma_stats.injected_bad_rkeys },
 		{ "injected_bad_lens",	&tern_rdma_stats.injected_bad_lens },

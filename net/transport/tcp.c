@@ -426,6 +426,7 @@ static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 {
 	struct tern_tcp_lane *tl = lane->tpriv;
 	unsigned int budget = READ_ONCE(io_budget) ?: 1;
+	unsigned int sends = 0;
 	int ret = 0;
 
 	if (!can_sleep || !READ_ONCE(direct_send) ||
@@ -434,13 +435,17 @@ static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 		return;
 	}
 	if (!READ_ONCE(tl->failed)) {
-		do {
-			ret = tern_tcp_send_step(tl);
-		} while (ret > 0 && --budget);
+		while ((ret = tern_tcp_send_step(tl)) > 0) {
+			sends++;
+			if (!--budget)
+				break;
+		}
 		if (ret < 0)
 			tern_tcp_fail(tl, ret);
 	}
 	tern_tcp_tx_unlock(tl);
+	if (sends)
+		tern_lane_count_submitter_sends(lane, sends);
 	if (ret > 0)	/* more to send: not on the submitter's time */
 		queue_work(tern_tcp_wq, &tl->io_work);
 }

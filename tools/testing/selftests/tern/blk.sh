@@ -180,6 +180,22 @@ data_pages_recycled() {
 		[ "$(awk '$1 == "reused" { print $2 }' "$f")" -gt 0 ]
 }
 
+# Requests leave from the submitter's context (queue_rq), not from the
+# transport's worker: the core counts those sends. Over TCP that needs
+# a submitter that may sleep, so tern_blk's queues are BLOCKING there.
+submitter_sends() {	# DEV
+	local n flags
+	n=$(awk '$1 == "submitter_sends" { print $2 }' /sys/kernel/debug/tern/stats)
+	flags=$(cat "/sys/kernel/debug/block/$1/hctx0/flags") || return 1
+	echo "submitter_sends ${n:-none}; hctx0 $flags"
+	[ "${n:-0}" -gt 0 ] || return 1
+	if [ "$TRANSPORT" = tcp ]; then
+		[[ $flags == *BLOCKING* ]]
+	else
+		[[ $flags != *BLOCKING* ]]
+	fi
+}
+
 # write_zeroes DEV EXPORT: BLKZEROOUT reads back zeroes; when DEV
 # advertises WRITE_ZEROES the target counts one, else DEV wrote zeroes
 write_zeroes() {
@@ -455,7 +471,7 @@ fi
 # Over rdma the transport-independent checks are not planned.
 ALL=0
 [ "$TRANSPORT" = tcp ] && ALL=1
-ktap_plan $((ALL ? 31 : 29))
+ktap_plan $((ALL ? 32 : 30))
 
 check "modules load (tern_$TRANSPORT, tern_target, tern_blk, brd)" setup_modules
 check "target configured through configfs (4 exports, port p0 on $TRANSPORT://$ADDR:$SVC)" \
@@ -484,6 +500,7 @@ check "data through /dev/$VOL equals the backing device, both ways" \
 	through_to_backing "$VOL"
 check "target data pages reused from the stash, none left in use" \
 	data_pages_recycled
+check "requests sent from the submitter's context" submitter_sends "$VOL"
 check "write zeroes through /dev/$VOL reads back zeroes" \
 	write_zeroes "$VOL" vol0
 

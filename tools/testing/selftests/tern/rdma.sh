@@ -175,7 +175,7 @@ both_transports() {
 	# pages; reads: the target WRITEs them (fio's bs goes to 128k)
 	# and requests go out from queue_rq, completion handlers do the rest
 	zc_moved rdma_reads rdma_read_bytes rdma_writes rdma_write_bytes \
-		zc_requests remote_invalidates submitter_sends handler_runs ||
+		zc_requests remote_invalidates core_submitter_sends handler_runs ||
 		rc=1
 	# mixed sizes: replies to inline and to zero-copy requests share
 	# SENDs, and none of that may look like a protocol error
@@ -314,7 +314,8 @@ zc_snap() {
 	while read -r k v; do
 		zc_base[$k]=$v
 	done < "$ZC_STATS"
-	for k in reconnects resends proto_errors remote_pulls remote_pushes; do
+	for k in reconnects resends proto_errors remote_pulls remote_pushes \
+		submitter_sends; do
 		zc_base[core_$k]=$(total_of $k)
 	done
 }
