@@ -297,6 +297,7 @@ struct tern_rdma_lane {
 	/* the owner of TERN_RDMA_IO_BUSY only */
 	bool			io_atomic;	/* not io_work: must not sleep */
 	bool			failed;
+	struct list_head	rx_ready;	/* taken from rx_done, in order */
 	unsigned int		tx_posted;
 	u32			tx_credits;
 	u32			grant_pending;
@@ -387,10 +388,11 @@ static void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	spin_lock_bh(&tl->lock);
-	tl->tx_completed++;
 	tl->sq_free += buf->wrs;
 	if (buf->op)
 		list_add_tail(&buf->op->done, &tl->op_done);
+	/* done with buf: tern_rdma_tx_free() may hand it out */
+	smp_store_release(&tl->tx_completed, tl->tx_completed + 1);
 	/*
 	 * A SEND completing is news to io_work only if it finishes an op
 	 * or io_work stopped for want of send buffers or queue entries:
@@ -852,9 +854,12 @@ static int tern_rdma_ops_step(struct tern_rdma_lane *tl)
 	LIST_HEAD(done);
 	int status, ret;
 
-	spin_lock_bh(&tl->lock);
-	list_splice_init(&tl->op_done, &done);
-	spin_unlock_bh(&tl->lock);
+	/* a completion adding one after this look leaves a note: see wake */
+	if (!list_empty(&tl->op_done)) {
+		spin_lock_bh(&tl->lock);
+		list_splice_init(&tl->op_done, &done);
+		spin_unlock_bh(&tl->lock);
+	}
 	list_for_each_entry_safe(op, tmp, &done, done) {
 		list_del_init(&op->done);
 		if (op->kind == TERN_RDMA_OP_PULL) {
@@ -1053,14 +1058,17 @@ static int tern_rdma_recv_step(struct tern_rdma_lane *tl)
 	struct tern_rdma_buf *buf;
 	int ret;
 
-	spin_lock_bh(&tl->lock);
-	buf = list_first_entry_or_null(&tl->rx_done, struct tern_rdma_buf,
+	/* one lock for every message that arrived since the last look */
+	if (list_empty(&tl->rx_ready) && !list_empty(&tl->rx_done)) {
+		spin_lock_bh(&tl->lock);
+		list_splice_tail_init(&tl->rx_done, &tl->rx_ready);
+		spin_unlock_bh(&tl->lock);
+	}
+	buf = list_first_entry_or_null(&tl->rx_ready, struct tern_rdma_buf,
 				       entry);
-	if (buf)
-		list_del_init(&buf->entry);
-	spin_unlock_bh(&tl->lock);
 	if (!buf)
 		return 0;
+	list_del_init(&buf->entry);
 
 	ib_dma_sync_single_for_cpu(tl->dev, buf->dma, tl->buf_size,
 				   DMA_FROM_DEVICE);
@@ -1122,8 +1130,16 @@ static ssize_t tern_rdma_copy_frame(struct tern_rdma_lane *tl, u8 *dst,
 
 static unsigned int tern_rdma_tx_free(struct tern_rdma_lane *tl)
 {
-	unsigned int free;
+	unsigned int completed, free;
 
+	/*
+	 * A stale count is low, never high: lock only to stall. Acquire
+	 * pairs with the release in tern_rdma_send_done().
+	 */
+	completed = smp_load_acquire(&tl->tx_completed);
+	free = tl->nr_sbufs - (tl->tx_posted - completed);
+	if (free)
+		return free;
 	spin_lock_bh(&tl->lock);
 	free = tl->nr_sbufs - (tl->tx_posted - tl->tx_completed);
 	if (!free)
@@ -1507,6 +1523,7 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 	tl->kind = TERN_RDMA_CTX_LANE;
 	spin_lock_init(&tl->lock);
 	INIT_LIST_HEAD(&tl->rx_done);
+	INIT_LIST_HEAD(&tl->rx_ready);
 	INIT_LIST_HEAD(&tl->op_done);
 	INIT_LIST_HEAD(&tl->mrs);
 	INIT_LIST_HEAD(&tl->ops);
@@ -1551,8 +1568,8 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 		return err;
 	}
 	/*
-	 * Softirq polling: the handlers only queue buffers and io_work, so
-	 * a workqueue hop here would only add latency.
+	 * Workqueue polling: the handlers run the lane's I/O themselves
+	 * (tern_rdma_wake()), which may sleep on the responder side.
 	 */
 	tl->cq = ib_cq_pool_get(tl->dev, tl->cq_size, -1, IB_POLL_WORKQUEUE);
 	if (IS_ERR(tl->cq)) {
