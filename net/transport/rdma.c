@@ -166,6 +166,7 @@ struct tern_rdma_buf {
 	u32			inv_rkey;
 	unsigned int		wrs;	/* send: SQ entries freed on completion */
 	struct tern_rdma_op	*op;	/* send: finished by this SEND */
+	unsigned int		seq;	/* send: tx_posted when posted */
 };
 
 enum tern_rdma_op_kind {
@@ -224,6 +225,7 @@ static struct {
 	atomic64_t	credit_stalls;
 	atomic64_t	sq_stalls;
 	atomic64_t	handler_runs;		/* lane I/O in a CQ handler */
+	atomic64_t	unsignaled_sends;	/* SENDs without a completion */
 	atomic64_t	injected_bad_rkeys;
 	atomic64_t	injected_bad_lens;
 } tern_rdma_stats;
@@ -299,6 +301,8 @@ struct tern_rdma_lane {
 	bool			failed;
 	struct list_head	rx_ready;	/* taken from rx_done, in order */
 	unsigned int		tx_posted;
+	unsigned int		tx_unsignaled;	/* SENDs since the last signaled */
+	unsigned int		tx_signal_every;
 	u32			tx_credits;
 	u32			grant_pending;
 	u32			grant_threshold;
@@ -381,24 +385,38 @@ static void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct tern_rdma_buf *buf = container_of(wc->wr_cqe,
 						 struct tern_rdma_buf, cqe);
 	struct tern_rdma_lane *tl = buf->tl;
-	bool wake;
+	struct tern_rdma_buf *b;
+	bool wake = false;
+	unsigned int n;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		tern_rdma_wc_error(tl, wc, "send");
 		return;
 	}
 	spin_lock_bh(&tl->lock);
-	tl->sq_free += buf->wrs;
-	if (buf->op)
-		list_add_tail(&buf->op->done, &tl->op_done);
-	/* done with buf: tern_rdma_tx_free() may hand it out */
-	smp_store_release(&tl->tx_completed, tl->tx_completed + 1);
+	/* the unsignaled SENDs before this one completed with it */
+	n = buf->seq + 1 - tl->tx_completed;
+	if (WARN_ON_ONCE(!n || n > tl->nr_sbufs)) {
+		spin_unlock_bh(&tl->lock);
+		tern_rdma_lane_fail(tl, -EIO);
+		return;
+	}
+	while (n--) {
+		b = &tl->sbufs[tl->tx_completed % tl->nr_sbufs];
+		tl->sq_free += b->wrs;
+		if (b->op) {
+			list_add_tail(&b->op->done, &tl->op_done);
+			wake = true;
+		}
+		/* done with b: tern_rdma_tx_free() may hand it out */
+		smp_store_release(&tl->tx_completed, tl->tx_completed + 1);
+	}
 	/*
 	 * A SEND completing is news to io_work only if it finishes an op
 	 * or io_work stopped for want of send buffers or queue entries:
 	 * waking it for every SEND costs a context switch per message.
 	 */
-	wake = buf->op || tl->tx_stalled;
+	wake |= tl->tx_stalled;
 	tl->tx_stalled = false;
 	spin_unlock_bh(&tl->lock);
 	if (wake)
@@ -1205,7 +1223,9 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	size_t off = sizeof(*h);
 	struct ib_send_wr wr = {};
 	struct ib_sge sge;
+	unsigned int free;
 	bool inv = false;
+	bool signal;
 	u32 inv_rkey = 0;
 	ssize_t n;
 	int ret;
@@ -1216,7 +1236,8 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 			TERN_RDMA_STAT(credit_stalls, 1);
 		return 0;
 	}
-	if (!tern_rdma_tx_free(tl))
+	free = tern_rdma_tx_free(tl);
+	if (!free)
 		return 0;
 
 	buf = &tl->sbufs[tl->tx_posted % tl->nr_sbufs];
@@ -1287,11 +1308,27 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	wr.num_sge = 1;
 	wr.opcode = inv ? IB_WR_SEND_WITH_INV : IB_WR_SEND;
 	wr.ex.invalidate_rkey = inv_rkey;
-	wr.send_flags = IB_SEND_SIGNALED;
+	/*
+	 * Most SENDs go unsignaled: the next signaled one reaps them. Signal
+	 * the ones with something to finish (an op, registration WRs whose
+	 * queue entries come back) and, every tx_signal_every SENDs or once
+	 * few send buffers are left, one more, so that whatever stalls for
+	 * want of buffers or entries has a completion coming.
+	 */
+	signal = buf->op || buf->wrs || free <= tl->tx_signal_every ||
+		 tl->tx_unsignaled + 1 >= tl->tx_signal_every;
+	wr.send_flags = signal ? IB_SEND_SIGNALED : 0;
+	buf->seq = tl->tx_posted;
 	ib_dma_sync_single_for_device(tl->dev, buf->dma, off, DMA_TO_DEVICE);
 	ret = ib_post_send(tl->cm_id->qp, &wr, NULL);
 	if (ret)
 		return ret;
+	if (signal) {
+		tl->tx_unsignaled = 0;
+	} else {
+		tl->tx_unsignaled++;
+		TERN_RDMA_STAT(unsignaled_sends, 1);
+	}
 	tl->tx_posted++;
 	tl->tx_credits--;
 	tl->grant_pending = 0;
@@ -1538,6 +1575,7 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 	tl->nr_rbufs = clamp(READ_ONCE(recv_depth), TERN_RDMA_MIN_RECV,
 			     TERN_RDMA_MAX_DEPTH);
 	tl->nr_sbufs = clamp(READ_ONCE(send_depth), 2U, TERN_RDMA_MAX_DEPTH);
+	tl->tx_signal_every = max(1U, tl->nr_sbufs / 4);
 	return tl;
 }
 
@@ -2206,6 +2244,7 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		{ "credit_stalls",	&tern_rdma_stats.credit_stalls },
 		{ "sq_stalls",		&tern_rdma_stats.sq_stalls },
 		{ "handler_runs",	&tern_rdma_stats.handler_runs },
+		{ "unsignaled_sends",	&tern_rdma_stats.unsignaled_sends },
 		{ "injected_bad_rkeys",	&tern_rdma_stats.injected_bad_rkeys },
 		{ "injected_bad_lens",	&tern_rdma_stats.injected_bad_lens },
 	};

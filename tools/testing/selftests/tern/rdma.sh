@@ -175,7 +175,8 @@ both_transports() {
 	# pages; reads: the target WRITEs them (fio's bs goes to 128k)
 	# and requests go out from queue_rq, completion handlers do the rest
 	zc_moved rdma_reads rdma_read_bytes rdma_writes rdma_write_bytes \
-		zc_requests remote_invalidates core_submitter_sends handler_runs ||
+		zc_requests remote_invalidates core_submitter_sends handler_runs \
+		unsignaled_sends ||
 		rc=1
 	# mixed sizes: replies to inline and to zero-copy requests share
 	# SENDs, and none of that may look like a protocol error
