@@ -28,6 +28,8 @@
 #  - zero-copy short of MRs (tern_rdma reloaded with mr_count=6
 #    mr_pages=4): a 64k request takes four MRs, the rest falls back to
 #    inline data, all verified;
+#  - small rings (send_depth=8 recv_depth=8) at depth 32: senders stall
+#    on buffers and credits, unsignaled SENDs are reaped, all verified;
 #  - one export served over TCP and RDMA at once: a client on each
 #    transport writes and verifies its half with fio, and each half
 #    reads back identical through the other transport and from the
@@ -411,11 +413,34 @@ zc_few_mrs() {
 	return $bad
 }
 
-ktap_plan 16
+# Eight send and eight receive buffers per lane at depth 32: senders run
+# short of buffers and of credits all the time, and most SENDs go
+# unsignaled, so a stalled sender waits for the signaled SEND that reaps
+# the ones before it. Inline and zero-copy sizes, everything verifies.
+zc_small_rings() {
+	local out s rc bad=0
+	zc_reload send_depth=8 recv_depth=8 || return 1
+	out=$(mktemp)
+	zc_snap
+	for s in 4k 64k; do
+		"$TERNADM" bench run "$URI" --json --time 5 --depth 32 \
+			--lanes 2 --size "$s" --dir both --verify > "$out" 2>&1
+		rc=$?
+		echo "size $s: run exit $rc"
+		[ "$rc" = 0 ] || bad=1
+		zc_clean "$out" || bad=1
+	done
+	rm -f "$out"
+	zc_moved unsignaled_sends credit_stalls || bad=1
+	zc_reload || bad=1
+	return $bad
+}
+
+ktap_plan 17
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || ! command -v rdma >/dev/null; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no ternadm"
-	for _ in $(seq 16); do ktap_skip "no RDMA setup"; done
+	for _ in $(seq 17); do ktap_skip "no RDMA setup"; done
 	ktap_finish
 fi
 
@@ -435,6 +460,8 @@ ktap_check "zero-copy, 1 in ${ZC_EVERY:-40} requests with a bad descriptor lengt
 	zc_inject inject_bad_len_every injected_bad_lens core_proto_errors
 ktap_check "zero-copy with 6 MRs of 4 pages per lane: several MRs per request, inline fallback when out of MRs or descriptors, verified" \
 	zc_few_mrs
+ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by later signaled ones, credit stalls, verified" \
+	zc_small_rings
 ktap_check "one RAM disk exported on a TCP port and an RDMA port" blk_setup
 ktap_check "a client over rdma and one over tcp on one export at once: fio verify, halves identical across transports and on the disk, rdma half moved by RDMA READ/WRITE" \
 	both_transports
