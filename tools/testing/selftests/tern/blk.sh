@@ -16,6 +16,7 @@
 # and the map option parser run over tcp only.
 
 . "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/stats_lib.sh"
 . "$(dirname "$0")/blk_lib.sh"
 
 SVC=7447
@@ -185,7 +186,7 @@ data_pages_recycled() {
 # a submitter that may sleep, so tern_blk's queues are BLOCKING there.
 submitter_sends() {	# DEV
 	local n flags
-	n=$(awk '$1 == "submitter_sends" { print $2 }' /sys/kernel/debug/tern/stats)
+	n=$(total_of submitter_sends)
 	flags=$(cat "/sys/kernel/debug/block/$1/hctx0/flags") || return 1
 	echo "submitter_sends ${n:-none}; hctx0 $flags"
 	[ "${n:-0}" -gt 0 ] || return 1

@@ -12,6 +12,7 @@
 # error counted. The lane fails the run on any oops or WARN.
 
 . "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/stats_lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
 ternadm=$TERN_SRC/tools/ternadm/ternadm
 port=7611
@@ -29,10 +30,6 @@ tern_counter() {
 		awk -v k="$1" '$1 ~ ("(^|\\.)" k "$") { n += $2 } END { print n + 0 }'
 }
 
-# A counter of every lane since tern loaded.
-total_of() {
-	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/tern/stats
-}
 
 # remote_case CASE: tern_fuzz runs only CASE; each F_REMOTE request must
 # have been refused (tern_fuzz checks the HELLO_ACK and the drop) and

@@ -19,6 +19,7 @@
 #   FAULT_SECONDS length of the fault run (default 30)
 
 . "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/stats_lib.sh"
 
 dir=$(cd "$(dirname "$0")" && pwd)
 TRANSPORT=${TRANSPORT:-tcp}
@@ -312,9 +313,6 @@ echo_clean() {
 	done
 }
 
-total_of() {	# a counter of every lane since tern loaded
-	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/tern/stats
-}
 
 # One in 100 transport operations fails for a minute of verified echo:
 # lanes break and reconnect, requests are resent, and every one of them

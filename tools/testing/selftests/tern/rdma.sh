@@ -39,6 +39,7 @@
 # Needs tools/testing/vm/run --rdma (TERN_RDMA_ADDR0, TERN_RDMA_DEV0).
 
 . "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/stats_lib.sh"
 . "$(dirname "$0")/blk_lib.sh"
 
 dir=$(cd "$(dirname "$0")" && pwd)
@@ -306,9 +307,6 @@ zc_stat() {
 	awk -v k="$1" '$1 == k { print $2 }' "$ZC_STATS"
 }
 
-total_of() {	# a counter of every lane since tern loaded
-	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/tern/stats
-}
 
 # zc_snap: remember every tern_rdma counter and the core's totals
 zc_snap() {
