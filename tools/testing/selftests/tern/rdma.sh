@@ -385,24 +385,33 @@ zc_reload() {
 		"$TERNADM" bench serve "$URI"
 }
 
+# zc_verified SIZE OPTIONS...: one verified bench run of SIZE both ways
+# with OPTIONS; it must exit 0 and end clean
+zc_verified() {
+	local size=$1 out rc bad=0
+	shift
+	out=$(mktemp)
+	"$TERNADM" bench run "$URI" --json --size "$size" --dir both \
+		--verify "$@" > "$out" 2>&1
+	rc=$?
+	echo "size $size: run exit $rc"
+	[ "$rc" = 0 ] || bad=1
+	zc_clean "$out" || bad=1
+	rm -f "$out"
+	return $bad
+}
+
 # Six MRs of four pages per lane: a 64k request needs four, so at depth
 # 8 most requests find the pool empty and go inline, while some go by
 # several MRs; a 2M request would need 128 MRs, more than 64
 # descriptors: inline. Everything verifies, with data CRCs.
 zc_few_mrs() {
-	local out s rc bad=0 regs zc
+	local s bad=0 regs zc
 	zc_reload mr_count=6 mr_pages=4 || return 1
-	out=$(mktemp)
 	zc_snap
 	for s in 64k:200 2m:16; do
-		"$TERNADM" bench run "$URI" --json --count "${s#*:}" --depth 8 \
-			--size "${s%:*}" --dir both --verify --crc > "$out" 2>&1
-		rc=$?
-		echo "size ${s%:*}: run exit $rc"
-		[ "$rc" = 0 ] || bad=1
-		zc_clean "$out" || bad=1
+		zc_verified "${s%:*}" --count "${s#*:}" --depth 8 --crc || bad=1
 	done
-	rm -f "$out"
 	zc_moved zc_requests inline_fallbacks rdma_reads rdma_writes || bad=1
 	regs=$(zc_delta registrations) zc=$(zc_delta zc_requests)
 	echo "registrations +$regs for $zc zero-copy requests"
@@ -416,19 +425,12 @@ zc_few_mrs() {
 # unsignaled, so a stalled sender waits for the signaled SEND that reaps
 # the ones before it. Inline and zero-copy sizes, everything verifies.
 zc_small_rings() {
-	local out s rc bad=0
+	local s bad=0
 	zc_reload send_depth=8 recv_depth=8 || return 1
-	out=$(mktemp)
 	zc_snap
 	for s in 4k 64k; do
-		"$TERNADM" bench run "$URI" --json --time 5 --depth 32 \
-			--lanes 2 --size "$s" --dir both --verify > "$out" 2>&1
-		rc=$?
-		echo "size $s: run exit $rc"
-		[ "$rc" = 0 ] || bad=1
-		zc_clean "$out" || bad=1
+		zc_verified "$s" --time 5 --depth 32 --lanes 2 || bad=1
 	done
-	rm -f "$out"
 	zc_moved unsignaled_sends credit_stalls || bad=1
 	zc_reload || bad=1
 	return $bad
