@@ -10,6 +10,7 @@ KTAP_FAIL=0
 KTAP_SKIP=0
 KTAP_NUM=0
 KTAP_PLANNED=0
+KTAP_LAST=$SECONDS
 
 ktap_plan() {
 	KTAP_PLANNED=$1
@@ -21,19 +22,30 @@ ktap_info() {
 	echo "# $*"
 }
 
+# Where the suite's time goes: checks that took a while say so.
+ktap_time() {
+	local took=$((SECONDS - KTAP_LAST))
+
+	KTAP_LAST=$SECONDS
+	[ "$took" -lt 5 ] || echo "# took ${took} s"
+}
+
 ktap_pass() {
+	ktap_time
 	KTAP_NUM=$((KTAP_NUM + 1))
 	KTAP_PASS=$((KTAP_PASS + 1))
 	echo "ok $KTAP_NUM $*"
 }
 
 ktap_fail() {
+	ktap_time
 	KTAP_NUM=$((KTAP_NUM + 1))
 	KTAP_FAIL=$((KTAP_FAIL + 1))
 	echo "not ok $KTAP_NUM $*"
 }
 
 ktap_skip() {
+	ktap_time
 	KTAP_NUM=$((KTAP_NUM + 1))
 	KTAP_SKIP=$((KTAP_SKIP + 1))
 	echo "ok $KTAP_NUM # SKIP $*"
