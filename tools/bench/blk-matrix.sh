@@ -22,8 +22,9 @@
 #   BENCH_PROFILE [0]       N > 0: after the measured rounds, one more
 #                           run per device and workload under perf record
 #                           (all CPUs, call graphs off), printing the N
-#                           hottest symbols ("BLK-PROFILE "); diagnostic,
-#                           never mixed into the samples
+#                           hottest symbols with their share and CPU
+#                           microseconds per I/O ("BLK-PROFILE ");
+#                           diagnostic, never mixed into the samples
 set -euo pipefail
 
 src=${TERN_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -331,21 +332,30 @@ if [ -n "${BENCH_WORKLOADS:-}" ]; then
 fi
 
 # Where the CPU goes during one run: perf's software clock on every CPU
-# (TCG has no PMU), symbols of the kernel and modules included.
+# (TCG has no PMU), symbols of the kernel and modules included. Each
+# symbol's share of all samples becomes microseconds of CPU per I/O with
+# the run's own IOPS, so that devices compare per unit of work
+# (tools/bench/profile-diff).
 profile_one() {
-	local dev=$1 wl=$2 name rw bs qd jobs
+	local dev=$1 wl=$2 name rw bs qd jobs iops
 	read -r name rw bs qd jobs <<< "$wl"
 	perf record -a -F 999 -o "$tmp/perf.data" -- \
 		fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
 		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
 		--numjobs="$jobs" --group_reporting --time_based \
 		--runtime="$runtime" --norandommap --randrepeat=0 \
-		--output=/dev/null > "$tmp/perf.err" 2>&1 ||
+		--output-format=terse --terse-version=3 \
+		--output="$tmp/perf.fio" > "$tmp/perf.err" 2>&1 ||
 		{ log "$dev $name: perf record failed"; cat "$tmp/perf.err" >&2; return 1; }
+	# terse v3: field 8 is read IOPS, field 49 write IOPS
+	iops=$(awk -F';' '{ print $8 + $49 }' "$tmp/perf.fio")
 	perf report -i "$tmp/perf.data" --stdio --no-children --sort sym \
-		2> /dev/null | awk -v dev="$dev" -v wl="$name" -v n="$profile" '
-		/^ *[0-9.]+%/ && shown < n {
-			printf "BLK-PROFILE %s %s %s", dev, wl, $1
+		2> /dev/null | awk -v dev="$dev" -v wl="$name" -v n="$profile" \
+		-v iops="$iops" -v ncpu="$ncpu" '
+		/^ *[0-9.]+%/ && shown < n && iops > 0 {
+			pct = $1 + 0
+			printf "BLK-PROFILE %s %s %.2f %.3f", dev, wl, pct,
+				pct / 100 * ncpu * 1e6 / iops
 			for (i = 3; i <= NF; i++) printf " %s", $i
 			printf "\n"; shown++
 		}'
