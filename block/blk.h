@@ -30,6 +30,12 @@ struct tern_blk_opts {
 	bool		read_only;
 };
 
+/* dev->flags */
+enum {
+	TERN_BLK_REBINDING,	/* an OPEN for a new handle is under way */
+	TERN_BLK_REBIND_FAILED,	/* the last one failed, at rebind_failed_at */
+};
+
 enum tern_blk_state {
 	TERN_BLK_LIVE,
 	TERN_BLK_RECONNECTING,
@@ -45,8 +51,12 @@ struct tern_blk_dev {
 	struct tern_session	*sess;
 	struct tern_session_info si;
 	struct tern_blk_info	info;		/* from OPEN */
-	u64			handle;
+	u64			handle;		/* READ_ONCE: rebinding */
 	bool			read_only;
+	unsigned long		flags;		/* TERN_BLK_REBIND_* */
+	unsigned long		rebind_failed_at;	/* jiffies */
+	atomic_t		rebinds;	/* new handles after -ESTALE */
+	struct work_struct	rebind_work;
 	unsigned int		send_flags;	/* tern_send() from queue_rq */
 	atomic_t		state;		/* enum tern_blk_state */
 	struct blk_mq_tag_set	tag_set;

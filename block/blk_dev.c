@@ -19,6 +19,7 @@
 #include <linux/completion.h>
 #include <linux/idr.h>
 #include <linux/module.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include "blk.h"
 
@@ -26,6 +27,7 @@ struct tern_blk_cmd {
 	struct tern_request	treq;
 	struct tern_blk_req	front;
 	blk_status_t		status;
+	bool			stale;	/* requeue once the device is bound again */
 	unsigned int		nr_bvec;
 	struct bio_vec		*bvec;
 	struct bio_vec		inline_bvec[TERN_BLK_INLINE_BVECS];
@@ -36,6 +38,10 @@ static DEFINE_IDA(tern_blk_ida);
 static DEFINE_MUTEX(tern_blk_mutex);	/* tern_blk_devs */
 static LIST_HEAD(tern_blk_devs);
 static struct tern_endpoint *tern_blk_ep;
+static struct workqueue_struct *tern_blk_wq;
+
+/* How long a failed rebind makes -ESTALE an I/O error, not a retry. */
+#define TERN_BLK_REBIND_BACKOFF	(5 * HZ)
 
 static const char *const tern_blk_state_names[] = {
 	[TERN_BLK_LIVE]		= "live",
@@ -46,6 +52,33 @@ static const char *const tern_blk_state_names[] = {
 
 /* ---- I/O ---- */
 
+/*
+ * A request the target answered with -ESTALE was not executed: the target
+ * no longer knows the device's handle (it restarted, or dropped a binding
+ * left without a session). Return: true to requeue it while one OPEN asks
+ * for a new handle, false to fail it (the device is going away, or the
+ * last attempt failed only moments ago: a vanished export must fail I/O,
+ * not loop).
+ */
+static bool tern_blk_stale(struct tern_blk_dev *dev, struct tern_blk_cmd *cmd)
+{
+	int state = atomic_read(&dev->state);
+
+	if (state == TERN_BLK_FAILED || state == TERN_BLK_DELETING)
+		return false;
+	if (le64_to_cpu(cmd->front.handle) != READ_ONCE(dev->handle))
+		return true;	/* bound again since it was sent */
+	if (test_bit(TERN_BLK_REBINDING, &dev->flags))
+		return true;
+	if (test_bit(TERN_BLK_REBIND_FAILED, &dev->flags) &&
+	    time_before(jiffies, READ_ONCE(dev->rebind_failed_at) +
+				 TERN_BLK_REBIND_BACKOFF))
+		return false;
+	if (!test_and_set_bit(TERN_BLK_REBINDING, &dev->flags))
+		queue_work(tern_blk_wq, &dev->rebind_work);
+	return true;
+}
+
 static void tern_blk_req_done(struct tern_request *treq)
 {
 	struct request *rq = treq->priv;
@@ -54,6 +87,9 @@ static void tern_blk_req_done(struct tern_request *treq)
 
 	if (treq->status) {
 		sts = BLK_STS_IOERR;
+	} else if (treq->reply_status == -ESTALE &&
+		   tern_blk_stale(rq->q->queuedata, cmd)) {
+		cmd->stale = true;
 	} else if (treq->reply_status) {
 		if (treq->reply_status == -ENOMEM)
 			sts = BLK_STS_RESOURCE;	/* target short of memory */
@@ -78,6 +114,16 @@ static void tern_blk_complete(struct request *rq)
 	if (cmd->bvec != cmd->inline_bvec)
 		kfree(cmd->bvec);
 	cmd->bvec = NULL;
+	if (cmd->stale) {
+		struct tern_blk_dev *dev = rq->q->queuedata;
+
+		blk_mq_requeue_request(rq, false);
+		/* on the list before the look: tern_blk_rebind_work() */
+		smp_mb();
+		if (!test_bit(TERN_BLK_REBINDING, &dev->flags))
+			blk_mq_kick_requeue_list(rq->q);
+		return;
+	}
 	if (cmd->status == BLK_STS_RESOURCE) {
 		blk_mq_requeue_request(rq, false);
 		blk_mq_delay_kick_requeue_list(rq->q, 100);
@@ -128,6 +174,7 @@ static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	memset(f, 0, sizeof(*f));
 	cmd->bvec = NULL;
 	cmd->status = BLK_STS_OK;
+	cmd->stale = false;
 
 	switch (req_op(rq)) {
 	case REQ_OP_READ:
@@ -161,7 +208,7 @@ static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 
 	f->version = TERN_BLK_PROTO_VERSION;
 	f->flags = cpu_to_le16(flags);
-	f->handle = cpu_to_le64(dev->handle);
+	f->handle = cpu_to_le64(READ_ONCE(dev->handle));
 	if (f->opcode != TERN_BLK_OP_FLUSH) {
 		f->offset = cpu_to_le64(blk_rq_pos(rq));
 		f->length = cpu_to_le32(blk_rq_bytes(rq));
@@ -241,6 +288,7 @@ TERN_BLK_ATTR_RO(queue_depth, "%u", dev->si.queue_depth);
 TERN_BLK_ATTR_RO(max_data, "%u", dev->si.max_data);
 
 TERN_BLK_ATTR_RO(crc, "%d", !!(dev->si.features & TERN_FEAT_DATA_CRC));
+TERN_BLK_ATTR_RO(rebinds, "%d", atomic_read(&dev->rebinds));
 TERN_BLK_ATTR_RO(state, "%s", tern_blk_state_names[atomic_read(&dev->state)]);
 
 static int tern_blk_rescan(struct tern_blk_dev *dev);
@@ -271,6 +319,7 @@ static struct attribute *tern_blk_attrs[] = {
 	&dev_attr_queue_depth.attr,
 	&dev_attr_max_data.attr,
 	&dev_attr_crc.attr,
+	&dev_attr_rebinds.attr,
 	NULL,
 };
 
@@ -359,12 +408,14 @@ bad:
 	return -EPROTO;
 }
 
-static int tern_blk_open_export(struct tern_blk_dev *dev)
+/* OPEN the export: a new binding, its handle and geometry in @info. */
+static int tern_blk_open(struct tern_blk_dev *dev, struct tern_blk_info *info,
+			 gfp_t gfp)
 {
 	struct tern_blk_ctrl *c;
 	int err;
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	c = kzalloc(sizeof(*c), gfp);
 	if (!c)
 		return -ENOMEM;
 	c->req.opcode = TERN_BLK_OP_OPEN;
@@ -378,27 +429,82 @@ static int tern_blk_open_export(struct tern_blk_dev *dev)
 		goto out;
 	}
 	err = tern_blk_check_info(dev, &c->info, c->treq.reply_front_len);
-	if (err)
-		goto out;
-	dev->info = c->info;
-	dev->handle = le64_to_cpu(c->info.handle);
+	if (!err)
+		*info = c->info;
 out:
 	kfree(c);
 	return err;
 }
 
-/* Best effort: tell the target the binding can go. */
-static void tern_blk_close_export(struct tern_blk_dev *dev)
+static int tern_blk_open_export(struct tern_blk_dev *dev)
+{
+	int err = tern_blk_open(dev, &dev->info, GFP_KERNEL);
+
+	if (!err)
+		dev->handle = le64_to_cpu(dev->info.handle);
+	return err;
+}
+
+/* Best effort: tell the target the binding of @handle can go. */
+static void tern_blk_close_handle(struct tern_blk_dev *dev, u64 handle,
+				  gfp_t gfp)
 {
 	struct tern_blk_ctrl *c;
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	c = kzalloc(sizeof(*c), gfp);
 	if (!c)
 		return;
 	c->req.opcode = TERN_BLK_OP_CLOSE;
-	c->req.handle = cpu_to_le64(dev->handle);
+	c->req.handle = cpu_to_le64(handle);
 	tern_blk_ctrl_exec(dev, c, sizeof(c->req), 5 * HZ);
 	kfree(c);
+}
+
+static void tern_blk_close_export(struct tern_blk_dev *dev)
+{
+	tern_blk_close_handle(dev, dev->handle, GFP_KERNEL);
+}
+
+/*
+ * Bind the device to its export again after -ESTALE (tern_blk_stale()).
+ * Only the same export comes back: same capacity and block size, else
+ * I/O keeps failing rather than landing on other data. Requests waiting
+ * in the requeue list go out again either way.
+ */
+static void tern_blk_rebind_work(struct work_struct *work)
+{
+	struct tern_blk_dev *dev = container_of(work, struct tern_blk_dev,
+						rebind_work);
+	unsigned int noio = memalloc_noio_save();	/* I/O waits on us */
+	struct tern_blk_info info;
+	int err;
+
+	err = tern_blk_open(dev, &info, GFP_NOIO);
+	if (!err && (le64_to_cpu(info.capacity) != get_capacity(dev->disk) ||
+		     info.logical_block_size !=
+		     dev->info.logical_block_size)) {
+		pr_err("%s: export %s came back with another size or block size; not bound again\n",
+		       dev->name, dev->opts.export);
+		tern_blk_close_handle(dev, le64_to_cpu(info.handle), GFP_NOIO);
+		err = -ESTALE;
+	}
+	if (!err) {
+		WRITE_ONCE(dev->handle, le64_to_cpu(info.handle));
+		atomic_inc(&dev->rebinds);
+		clear_bit(TERN_BLK_REBIND_FAILED, &dev->flags);
+		pr_info("%s: the target had lost export %s; bound again\n",
+			dev->name, dev->opts.export);
+	} else {
+		WRITE_ONCE(dev->rebind_failed_at, jiffies);
+		set_bit(TERN_BLK_REBIND_FAILED, &dev->flags);
+	}
+	memalloc_noio_restore(noio);
+	/* the handle before the bit: tern_blk_stale() */
+	smp_mb__before_atomic();
+	clear_bit(TERN_BLK_REBINDING, &dev->flags);
+	/* the bit before the kick: tern_blk_complete() */
+	smp_mb__after_atomic();
+	blk_mq_kick_requeue_list(dev->disk->queue);
 }
 
 static int tern_blk_rescan(struct tern_blk_dev *dev)
@@ -572,6 +678,7 @@ int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
 		return -ENOMEM;
 	dev->opts = *opts;
 	INIT_LIST_HEAD(&dev->entry);
+	INIT_WORK(&dev->rebind_work, tern_blk_rebind_work);
 	atomic_set(&dev->state, TERN_BLK_LIVE);
 	dev->idx = ida_alloc_max(&tern_blk_ida,
 				 (1 << MINORBITS) / TERN_BLK_MINORS - 1,
@@ -633,7 +740,9 @@ out_free:
 static void tern_blk_destroy(struct tern_blk_dev *dev)
 {
 	atomic_set(&dev->state, TERN_BLK_DELETING);
+	/* a rebind under way kicks the requests del_gendisk() waits for */
 	del_gendisk(dev->disk);
+	flush_work(&dev->rebind_work);
 	tern_blk_close_export(dev);
 	tern_session_set_priv(dev->sess, NULL);
 	tern_session_destroy(dev->sess);
@@ -693,12 +802,20 @@ int tern_blk_dev_init(void)
 		.ops	= &tern_blk_ep_ops,
 	};
 
+	/* rebinding is on the I/O path: it must run under memory pressure */
+	tern_blk_wq = alloc_workqueue("tern_blk", WQ_MEM_RECLAIM | WQ_UNBOUND,
+				      0);
+	if (!tern_blk_wq)
+		return -ENOMEM;
 	tern_blk_major = register_blkdev(0, "tern");
-	if (tern_blk_major < 0)
+	if (tern_blk_major < 0) {
+		destroy_workqueue(tern_blk_wq);
 		return tern_blk_major;
+	}
 	tern_blk_ep = tern_endpoint_create(&conf);
 	if (IS_ERR(tern_blk_ep)) {
 		unregister_blkdev(tern_blk_major, "tern");
+		destroy_workqueue(tern_blk_wq);
 		return PTR_ERR(tern_blk_ep);
 	}
 	return 0;
@@ -709,5 +826,6 @@ void tern_blk_dev_exit(void)
 	tern_blk_remove_all();
 	tern_endpoint_destroy(tern_blk_ep);
 	unregister_blkdev(tern_blk_major, "tern");
+	destroy_workqueue(tern_blk_wq);
 	ida_destroy(&tern_blk_ida);
 }
