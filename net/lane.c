@@ -252,34 +252,18 @@ void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
  */
 void tern_lane_push(struct tern_core_lane *cl, bool can_sleep)
 {
-	bool closed;
-
-	spin_lock_bh(&cl->tx_lock);
-	closed = test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags);
-	if (!closed)
-		cl->pushers++;
-	spin_unlock_bh(&cl->tx_lock);
-	if (closed)
-		return;
-
-	cl->pub.tops->push(&cl->pub, can_sleep);
-
-	spin_lock_bh(&cl->tx_lock);
-	cl->pushers--;
-	closed = test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags);
-	spin_unlock_bh(&cl->tx_lock);
-	if (closed)
+	atomic_inc(&cl->pushers);
+	/*
+	 * Counted before the look at TX_CLOSED; teardown sets TX_CLOSED
+	 * before it looks at the count: one of the two sees the other.
+	 */
+	smp_mb__after_atomic();
+	if (!test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
+		cl->pub.tops->push(&cl->pub, can_sleep);
+	/* fully ordered: ->push is over before teardown can see zero */
+	if (atomic_dec_and_test(&cl->pushers) &&
+	    test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
 		wake_up_var(&cl->pushers);
-}
-
-static bool tern_lane_unpushed(struct tern_core_lane *cl)
-{
-	unsigned int n;
-
-	spin_lock_bh(&cl->tx_lock);
-	n = cl->pushers;
-	spin_unlock_bh(&cl->tx_lock);
-	return !n;
 }
 
 /* Remove @f from the queue if it is still waiting there. */
@@ -393,17 +377,13 @@ EXPORT_SYMBOL_GPL(tern_lane_tx_next);
  * tern_lane_tx_pending - does @lane have frames waiting?
  * @lane: the lane
  *
- * Return: true if tern_lane_tx_next() would return a frame.
+ * Return: true if tern_lane_tx_next() would have returned a frame when
+ * the queue was looked at; a hint for batching and statistics.
  */
 bool tern_lane_tx_pending(struct tern_lane *lane)
 {
-	struct tern_core_lane *cl = to_core_lane(lane);
-	bool pending;
-
-	spin_lock_bh(&cl->tx_lock);
-	pending = !list_empty(&cl->tx_queue);
-	spin_unlock_bh(&cl->tx_lock);
-	return pending;
+	/* a hint that may be stale once returned, with or without the lock */
+	return !list_empty(&to_core_lane(lane)->tx_queue);
 }
 EXPORT_SYMBOL_GPL(tern_lane_tx_pending);
 
@@ -777,7 +757,9 @@ static void tern_lane_teardown_work(struct work_struct *work)
 	spin_lock_bh(&cl->tx_lock);
 	set_bit(TERN_LANE_F_TX_CLOSED, &cl->flags);
 	spin_unlock_bh(&cl->tx_lock);
-	wait_var_event(&cl->pushers, tern_lane_unpushed(cl));
+	/* TX_CLOSED before the count: tern_lane_push() */
+	smp_mb();
+	wait_var_event(&cl->pushers, !atomic_read(&cl->pushers));
 
 	cl->pub.tops->shutdown(&cl->pub);
 	cancel_delayed_work_sync(&cl->ka_work);

@@ -172,9 +172,18 @@ tern_req_queue_locked(struct tern_session *sess, struct tern_request *req,
 	return cl;
 }
 
-/* Take @req off every queue; caller holds sess->lock. */
+/*
+ * Take @req off every queue and give its throttle room back; caller holds
+ * sess->lock. The final tern_req_put() wakes throttled senders.
+ */
 static void tern_req_unlink_locked(struct tern_request *req)
 {
+	struct tern_session *sess = req->sess;
+
+	if (!hlist_unhashed(&req->hash)) {
+		sess->inflight--;
+		sess->inflight_bytes -= req->data_len;
+	}
 	hash_del(&req->hash);
 	list_del_init(&req->backlog);
 	if (req->lane)
@@ -188,11 +197,9 @@ void tern_req_put(struct tern_request *req)
 
 	if (!refcount_dec_and_test(&req->ref))
 		return;
-	spin_lock_bh(&sess->lock);
-	sess->inflight--;
-	sess->inflight_bytes -= req->data_len;
-	spin_unlock_bh(&sess->lock);
-	wake_up_all(&sess->wait);
+	/* full barrier: the unlink's room before the look for sleepers */
+	if (wq_has_sleeper(&sess->wait))
+		wake_up_all(&sess->wait);
 	req->done(req);
 }
 
@@ -245,27 +252,30 @@ void tern_request_init(struct tern_request *req)
 }
 EXPORT_SYMBOL_GPL(tern_request_init);
 
-/* Reserve throttle room; true when done waiting (*err says how). */
-static bool tern_throttle_get(struct tern_session *sess, u32 bytes, int *err)
+/*
+ * May a request of @bytes go now? Caller holds sess->lock. Return: 0,
+ * -EAGAIN (the in-flight limits are reached) or -ENOTCONN.
+ */
+static int tern_throttle_check_locked(struct tern_session *sess, u32 bytes)
 {
-	bool done = true;
+	if (sess->state == TERN_SESS_FAILED || sess->state == TERN_SESS_DEAD)
+		return -ENOTCONN;
+	if (sess->inflight >= sess->info.queue_depth ||
+	    (sess->inflight &&
+	     sess->inflight_bytes + bytes > sess->opts.max_inflight_bytes))
+		return -EAGAIN;
+	return 0;
+}
+
+/* Wait condition of a throttled tern_send(): no more reason to wait. */
+static bool tern_throttle_open(struct tern_session *sess, u32 bytes)
+{
+	int err;
 
 	spin_lock_bh(&sess->lock);
-	if (sess->state == TERN_SESS_FAILED || sess->state == TERN_SESS_DEAD) {
-		*err = -ENOTCONN;
-	} else if (sess->inflight < sess->info.queue_depth &&
-		   (!sess->inflight ||
-		    sess->inflight_bytes + bytes <=
-		    sess->opts.max_inflight_bytes)) {
-		sess->inflight++;
-		sess->inflight_bytes += bytes;
-		*err = 0;
-	} else {
-		*err = -EAGAIN;
-		done = false;
-	}
+	err = tern_throttle_check_locked(sess, bytes);
 	spin_unlock_bh(&sess->lock);
-	return done;
+	return err != -EAGAIN;
 }
 
 static int tern_request_check(struct tern_session *sess,
@@ -318,26 +328,13 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	struct tern_wire_hdr *hdr = &req->frame.hdr;
 	struct tern_core_lane *cl;
 	u16 wflags = 0;
-	int err, ret;
 	u32 crc;
+	int err;
 
 	if (!sess->requester ||
 	    (flags & ~(TERN_SEND_NOWAIT | TERN_SEND_MAY_SLEEP)))
 		return -EINVAL;
 	err = tern_request_check(sess, req);
-	if (err)
-		return err;
-
-	if (flags & TERN_SEND_NOWAIT) {
-		tern_throttle_get(sess, req->data_len, &err);
-	} else {
-		ret = wait_event_killable(sess->wait,
-					  tern_throttle_get(sess,
-							    req->data_len,
-							    &err));
-		if (ret)
-			return -EINTR;
-	}
 	if (err)
 		return err;
 
@@ -377,14 +374,23 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	}
 	hdr->flags = cpu_to_le16(wflags);
 
+	/* one critical section: throttle, tid, pending table, lane queue */
 	spin_lock_bh(&sess->lock);
-	if (sess->state == TERN_SESS_FAILED || sess->state == TERN_SESS_DEAD) {
-		sess->inflight--;
-		sess->inflight_bytes -= req->data_len;
+	while ((err = tern_throttle_check_locked(sess, req->data_len)) ==
+	       -EAGAIN && !(flags & TERN_SEND_NOWAIT)) {
 		spin_unlock_bh(&sess->lock);
-		wake_up_all(&sess->wait);
-		return -ENOTCONN;
+		if (wait_event_killable(sess->wait,
+					tern_throttle_open(sess,
+							   req->data_len)))
+			return -EINTR;
+		spin_lock_bh(&sess->lock);
 	}
+	if (err) {
+		spin_unlock_bh(&sess->lock);
+		return err;
+	}
+	sess->inflight++;
+	sess->inflight_bytes += req->data_len;
 	req->tid = ++sess->next_tid;
 	hdr->tid = cpu_to_le64(req->tid);
 	hash_add(sess->pending, &req->hash, req->tid);

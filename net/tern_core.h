@@ -120,7 +120,7 @@ struct tern_core_lane {
 	spinlock_t		tx_lock;	/* tx_queue, tx_cur, *_queued */
 	struct list_head	tx_queue;
 	struct tern_frame	*tx_cur;
-	unsigned int		pushers;	/* in ->push, under tx_lock */
+	atomic_t		pushers;	/* in ->push: tern_lane_push() */
 	u32			tx_seq;		/* transmit worker only */
 	u32			rx_seq;		/* receive worker writes */
 
