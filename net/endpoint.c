@@ -29,6 +29,7 @@ static DEFINE_IDA(tern_ep_ida);
 static int tern_ep_stats_show(struct seq_file *m, void *v)
 {
 	struct tern_endpoint *ep = m->private;
+	struct tern_stats sum = {};
 
 	seq_printf(m, "incarnation %016llx\n", ep->incarnation);
 	mutex_lock(&ep->lock);
@@ -37,7 +38,8 @@ static int tern_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "handshakes %u\n", ep->nr_handshakes);
 	mutex_unlock(&ep->lock);
 	/* Lanes that never joined a session (refused or junk). */
-	tern_stats_show(m, "unbound.", &ep->stats);
+	tern_stats_add_pcpu(&sum, ep->stats);
+	tern_stats_show(m, "unbound.", &sum);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tern_ep_stats);
@@ -65,8 +67,14 @@ struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf
 	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
 	if (!ep)
 		return ERR_PTR(-ENOMEM);
+	ep->stats = alloc_percpu(struct tern_stats);
+	if (!ep->stats) {
+		kfree(ep);
+		return ERR_PTR(-ENOMEM);
+	}
 	id = ida_alloc(&tern_ep_ida, GFP_KERNEL);
 	if (id < 0) {
+		free_percpu(ep->stats);
 		kfree(ep);
 		return ERR_PTR(id);
 	}
@@ -160,6 +168,7 @@ void tern_endpoint_destroy(struct tern_endpoint *ep)
 	debugfs_remove_recursive(ep->dbg);
 	ida_free(&tern_ep_ida, ep->id);
 	mutex_destroy(&ep->lock);
+	free_percpu(ep->stats);
 	kfree(ep);
 	tern_obj_dec(TERN_OBJ_ENDPOINT);
 }

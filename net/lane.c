@@ -110,14 +110,21 @@ const char *tern_lane_name(struct tern_lane *lane)
 }
 EXPORT_SYMBOL_GPL(tern_lane_name);
 
+/* The counter at @off of this CPU's copy: nothing shared between CPUs. */
+static void tern_pcpu_stat_add(struct tern_stats __percpu *st, size_t off,
+			       u64 val)
+{
+	this_cpu_add(*(s64 __percpu *)((char __percpu *)st + off), val);
+}
+
 void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val)
 {
-	struct tern_stats *st;
-
-	st = cl->slot ? &cl->slot->stats : &cl->ep->stats;
-	atomic64_add(val, (atomic64_t *)((char *)st + off));
+	if (cl->slot)
+		atomic64_add(val, (atomic64_t *)((char *)&cl->slot->stats + off));
+	else
+		tern_pcpu_stat_add(cl->ep->stats, off, val);
 	/* sessions come and go; the module-wide sum stays for tests */
-	atomic64_add(val, (atomic64_t *)((char *)&tern_total_stats + off));
+	tern_pcpu_stat_add(tern_total_stats, off, val);
 }
 
 static u32 tern_crc(const void *buf, size_t len)

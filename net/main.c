@@ -161,11 +161,14 @@ void tern_transport_put(const struct tern_transport_ops *tops)
 }
 
 /* Every lane's counters since the module loaded, whatever became of it. */
-struct tern_stats tern_total_stats;
+struct tern_stats __percpu *tern_total_stats;
 
 static int tern_total_stats_show(struct seq_file *m, void *v)
 {
-	tern_stats_show(m, "", &tern_total_stats);
+	struct tern_stats sum = {};
+
+	tern_stats_add_pcpu(&sum, tern_total_stats);
+	tern_stats_show(m, "", &sum);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tern_total_stats);
@@ -183,9 +186,14 @@ DEFINE_SHOW_ATTRIBUTE(tern_objects);
 
 static int __init tern_init(void)
 {
-	tern_wq = alloc_workqueue("tern", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
-	if (!tern_wq)
+	tern_total_stats = alloc_percpu(struct tern_stats);
+	if (!tern_total_stats)
 		return -ENOMEM;
+	tern_wq = alloc_workqueue("tern", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!tern_wq) {
+		free_percpu(tern_total_stats);
+		return -ENOMEM;
+	}
 
 	tern_debugfs_root = debugfs_create_dir("tern", NULL);
 	debugfs_create_u32("inject_fail_every", 0600, tern_debugfs_root,
@@ -207,6 +215,7 @@ static void __exit tern_exit(void)
 	debugfs_remove_recursive(tern_debugfs_root);
 	destroy_workqueue(tern_wq);	/* runs pending frees first */
 	tern_pages_exit();
+	free_percpu(tern_total_stats);
 	for (i = 0; i < TERN_OBJ_MAX; i++)
 		WARN(atomic_read(&tern_objects[i]),
 		     "tern: %d objects of kind %u leaked\n",

@@ -409,7 +409,7 @@ static void tern_srv_req_deliver(struct tern_srv_req *sreq)
 	spin_lock_bh(&sess->lock);
 	list_add_tail(&sreq->entry, &sess->srv_reqs);
 	spin_unlock_bh(&sess->lock);
-	atomic64_inc(&sess->requests);
+	this_cpu_inc(sess->counts->requests);
 	if (sreq->resent)
 		atomic64_inc(&sess->duplicates);
 
@@ -530,7 +530,7 @@ static void tern_srv_req_send(struct tern_srv_req *sreq)
 	spin_lock_bh(&sess->lock);
 	live = cl->state == TERN_LANE_LIVE && cl->sess == sess;
 	if (live) {
-		atomic64_inc(&sess->replies);
+		this_cpu_inc(sess->counts->replies);
 		/* the frame may be sent and @sreq freed before we push */
 		if (push)
 			kref_get(&cl->ref);

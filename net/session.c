@@ -38,6 +38,7 @@ static void tern_session_free_work(struct work_struct *work)
 	if (!sess->requester && ep->ops && ep->ops->session_event)
 		ep->ops->session_event(sess, TERN_SESSION_GONE);
 	debugfs_remove_recursive(sess->dbg);
+	free_percpu(sess->counts);
 	kfree(sess->slots);
 	kfree(sess);
 	tern_obj_dec(TERN_OBJ_SESSION);
@@ -98,7 +99,10 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 	if (!sess)
 		return NULL;
 	sess->slots = kcalloc(nr_slots, sizeof(*sess->slots), GFP_KERNEL);
-	if (!sess->slots) {
+	sess->counts = alloc_percpu(struct tern_sess_counts);
+	if (!sess->slots || !sess->counts) {
+		free_percpu(sess->counts);
+		kfree(sess->slots);
 		kfree(sess);
 		return NULL;
 	}
@@ -396,7 +400,7 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	hash_add(sess->pending, &req->hash, req->tid);
 	cl = tern_req_queue_locked(sess, req, true);
 	spin_unlock_bh(&sess->lock);
-	atomic64_inc(&sess->requests);
+	this_cpu_inc(sess->counts->requests);
 	if (cl) {
 		tern_lane_push(cl, !(flags & TERN_SEND_NOWAIT) ||
 			       (flags & TERN_SEND_MAY_SLEEP));
@@ -551,7 +555,7 @@ int tern_session_rx_reply_done(struct tern_core_lane *cl)
 	req->reply_status = (s32)le32_to_cpu(rx->hdr.status);
 	req->reply_front_len = rx->front_len;
 	req->reply_data_len = data_len;
-	atomic64_inc(&sess->replies);
+	this_cpu_inc(sess->counts->replies);
 	tern_req_put(req);
 	return 0;
 }
@@ -1177,6 +1181,26 @@ static atomic64_t *tern_stat_field(struct tern_stats *st, unsigned int i)
 	return (atomic64_t *)((char *)st + tern_stat_fields[i].offset);
 }
 
+/* Add every counter of @st to @sum. */
+void tern_stats_add(struct tern_stats *sum, struct tern_stats *st)
+{
+	unsigned int f;
+
+	for (f = 0; f < ARRAY_SIZE(tern_stat_fields); f++)
+		atomic64_add(atomic64_read(tern_stat_field(st, f)),
+			     tern_stat_field(sum, f));
+}
+
+/* Add every CPU's copy of per-CPU counters to @sum. */
+void tern_stats_add_pcpu(struct tern_stats *sum,
+			 struct tern_stats __percpu *pcpu)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		tern_stats_add(sum, per_cpu_ptr(pcpu, cpu));
+}
+
 void tern_stats_show(struct seq_file *m, const char *prefix,
 		     struct tern_stats *st)
 {
@@ -1192,8 +1216,9 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 	struct tern_session *sess = m->private;
 	struct tern_stats sum = {};
 	unsigned int i, state, nr_live, inflight;
-	u64 inflight_bytes;
+	u64 inflight_bytes, requests = 0, replies = 0;
 	char prefix[16];
+	int cpu;
 
 	spin_lock_bh(&sess->lock);
 	state = sess->state;
@@ -1202,6 +1227,13 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 	inflight_bytes = sess->inflight_bytes;
 	spin_unlock_bh(&sess->lock);
 
+	for_each_possible_cpu(cpu) {
+		const struct tern_sess_counts *c = per_cpu_ptr(sess->counts,
+							       cpu);
+
+		requests += READ_ONCE(c->requests);
+		replies += READ_ONCE(c->replies);
+	}
 	seq_printf(m, "session_id %016llx\n", sess->id);
 	seq_printf(m, "role %s\n", sess->requester ? "requester" : "responder");
 	seq_printf(m, "state %s\n", tern_sess_state_names[state]);
@@ -1213,8 +1245,8 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 		   !!(sess->info.features & TERN_FEAT_DATA_CRC));
 	seq_printf(m, "inflight %u\n", inflight);
 	seq_printf(m, "inflight_bytes %llu\n", inflight_bytes);
-	seq_printf(m, "requests %lld\n", (long long)atomic64_read(&sess->requests));
-	seq_printf(m, "replies %lld\n", (long long)atomic64_read(&sess->replies));
+	seq_printf(m, "requests %llu\n", requests);
+	seq_printf(m, "replies %llu\n", replies);
 	seq_printf(m, "failed %lld\n", (long long)atomic64_read(&sess->failed));
 	seq_printf(m, "duplicates %lld\n",
 		   (long long)atomic64_read(&sess->duplicates));
@@ -1223,13 +1255,8 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "peer_restarts %lld\n",
 		   (long long)atomic64_read(&sess->peer_restarts));
 
-	for (i = 0; i < sess->nr_slots; i++) {
-		unsigned int f;
-
-		for (f = 0; f < ARRAY_SIZE(tern_stat_fields); f++)
-			atomic64_add(atomic64_read(tern_stat_field(&sess->slots[i].stats, f)),
-				     tern_stat_field(&sum, f));
-	}
+	for (i = 0; i < sess->nr_slots; i++)
+		tern_stats_add(&sum, &sess->slots[i].stats);
 	tern_stats_show(m, "", &sum);
 
 	for (i = 0; i < sess->nr_slots; i++) {

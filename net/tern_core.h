@@ -62,7 +62,12 @@ enum tern_session_state {
 	TERN_SESS_DEAD,		/* being destroyed */
 };
 
-/* Counters; atomic64 so debugfs can read them without locks. */
+/*
+ * Counters; atomic64 so debugfs can read them without locks. A lane slot
+ * has its own; the module total and an endpoint's unbound lanes, which
+ * every lane would share, are per-CPU copies added to with this_cpu ops
+ * (tern_lane_stat_add()) and summed when read (tern_stats_add_pcpu()).
+ */
 struct tern_stats {
 	atomic64_t	tx_msgs;
 	atomic64_t	tx_bytes;
@@ -79,6 +84,12 @@ struct tern_stats {
 };
 
 struct tern_core_lane;
+
+/* A session's per-request counters, per CPU: its lanes run on many. */
+struct tern_sess_counts {
+	u64	requests;
+	u64	replies;
+};
 
 /* A lane position in a session; survives the connections that fill it. */
 struct tern_lane_slot {
@@ -187,8 +198,7 @@ struct tern_session {
 	struct list_head		srv_reqs;
 	unsigned int			nr_srv_reqs;
 
-	atomic64_t			requests;
-	atomic64_t			replies;
+	struct tern_sess_counts __percpu *counts; /* lanes share them */
 	atomic64_t			failed;
 	atomic64_t			peer_restarts;
 	atomic64_t			duplicates;	/* resent requests seen */
@@ -220,7 +230,7 @@ struct tern_endpoint {
 	unsigned int			nr_handshakes;	/* accepted, unbound */
 	wait_queue_head_t		wait;
 	struct dentry			*dbg;
-	struct tern_stats		stats;		/* unbound lanes */
+	struct tern_stats __percpu	*stats;		/* unbound lanes */
 };
 
 extern struct workqueue_struct *tern_wq;
@@ -238,7 +248,7 @@ enum tern_obj {
 };
 
 extern atomic_t tern_objects[TERN_OBJ_MAX];
-extern struct tern_stats tern_total_stats;
+extern struct tern_stats __percpu *tern_total_stats;
 
 static inline void tern_obj_inc(enum tern_obj obj)
 {
@@ -299,6 +309,9 @@ void tern_session_lane_live_locked(struct tern_session *sess,
 				   struct tern_core_lane *cl);
 void tern_stats_show(struct seq_file *m, const char *prefix,
 		     struct tern_stats *st);
+void tern_stats_add(struct tern_stats *sum, struct tern_stats *st);
+void tern_stats_add_pcpu(struct tern_stats *sum,
+			 struct tern_stats __percpu *pcpu);
 int tern_session_rx_hello_ack(struct tern_core_lane *cl);
 int tern_session_rx_reply_hdr(struct tern_core_lane *cl);
 int tern_session_rx_reply_done(struct tern_core_lane *cl);
