@@ -119,8 +119,11 @@ static void tern_pcpu_stat_add(struct tern_stats __percpu *st, size_t off,
 
 void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val)
 {
-	if (cl->slot)
-		atomic64_add(val, (atomic64_t *)((char *)&cl->slot->stats + off));
+	/* one load: teardown clears cl->slot under sess->lock, not ours */
+	struct tern_lane_slot *slot = READ_ONCE(cl->slot);
+
+	if (slot)
+		atomic64_add(val, (atomic64_t *)((char *)&slot->stats + off));
 	else
 		tern_pcpu_stat_add(cl->ep->stats, off, val);
 	/* sessions come and go; the module-wide sum stays for tests */

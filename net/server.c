@@ -216,7 +216,7 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 	}
 	kref_get(&sess->ref);
 	cl->sess = sess;
-	cl->slot = &sess->slots[lane_idx];
+	WRITE_ONCE(cl->slot, &sess->slots[lane_idx]);
 	cl->slot->lane = cl;
 	cl->bound = true;
 	sess->nr_lanes++;

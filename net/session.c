@@ -657,7 +657,7 @@ static void tern_slot_connect(struct tern_lane_slot *slot)
 	}
 	snprintf(cl->name, sizeof(cl->name), "%s/%016llx/%u", sess->ep->name,
 		 sess->id, slot->idx);
-	cl->slot = slot;
+	WRITE_ONCE(cl->slot, slot);
 	cl->sess = sess;
 	kref_get(&sess->ref);
 	/*
@@ -670,7 +670,7 @@ static void tern_slot_connect(struct tern_lane_slot *slot)
 	if (err) {
 		pr_debug("%s: connect failed (%d)\n", cl->name, err);
 		cl->sess = NULL;
-		cl->slot = NULL;
+		WRITE_ONCE(cl->slot, NULL);
 		tern_session_put(sess);
 		tern_endpoint_lane_gone(cl->ep, cl);
 		tern_lane_put(cl);
@@ -896,7 +896,7 @@ void tern_session_lane_down(struct tern_session *sess,
 	if (!sess->requester && !sess->nr_lanes)
 		unlink = true;
 	cl->sess = NULL;
-	cl->slot = NULL;
+	WRITE_ONCE(cl->slot, NULL);
 	spin_unlock_bh(&sess->lock);
 
 	wake_up_all(&sess->wait);
