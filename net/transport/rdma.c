@@ -211,26 +211,31 @@ struct tern_rdma_op {
 	struct tern_rdma_rwc	*rwc;
 };
 
-/* Zero-copy counters, module wide: debugfs tern_rdma/stats. */
-static struct {
-	atomic64_t	registrations;		/* MRs registered */
-	atomic64_t	zc_requests;		/* requests sent with descriptors */
-	atomic64_t	inline_fallbacks;	/* big data sent inline anyway */
-	atomic64_t	local_invalidates;
-	atomic64_t	remote_invalidates;
-	atomic64_t	rdma_reads;
-	atomic64_t	rdma_read_bytes;
-	atomic64_t	rdma_writes;
-	atomic64_t	rdma_write_bytes;
-	atomic64_t	credit_stalls;
-	atomic64_t	sq_stalls;
-	atomic64_t	handler_runs;		/* lane I/O in a CQ handler */
-	atomic64_t	unsignaled_sends;	/* SENDs without a completion */
-	atomic64_t	injected_bad_rkeys;
-	atomic64_t	injected_bad_lens;
-} tern_rdma_stats;
+/*
+ * Counters, module wide (debugfs tern_rdma/stats), kept per CPU so that
+ * lanes never share a cache line for them; summed when read.
+ */
+struct tern_rdma_counters {
+	u64		registrations;		/* MRs registered */
+	u64		zc_requests;		/* requests sent with descriptors */
+	u64		inline_fallbacks;	/* big data sent inline anyway */
+	u64		local_invalidates;
+	u64		remote_invalidates;
+	u64		rdma_reads;
+	u64		rdma_read_bytes;
+	u64		rdma_writes;
+	u64		rdma_write_bytes;
+	u64		credit_stalls;
+	u64		sq_stalls;
+	u64		handler_runs;		/* lane I/O in a CQ handler */
+	u64		unsignaled_sends;	/* SENDs without a completion */
+	u64		injected_bad_rkeys;
+	u64		injected_bad_lens;
+};
 
-#define TERN_RDMA_STAT(f, v)	atomic64_add(v, &tern_rdma_stats.f)
+static DEFINE_PER_CPU(struct tern_rdma_counters, tern_rdma_stats);
+
+#define TERN_RDMA_STAT(f, v)	this_cpu_add(tern_rdma_stats.f, v)
 
 /*
  * tl->io_flags: the lane's I/O runs under TERN_RDMA_IO_BUSY, taken by
@@ -2228,31 +2233,40 @@ static struct dentry *tern_rdma_dbg;
 
 static int tern_rdma_stats_show(struct seq_file *m, void *v)
 {
+#define TERN_RDMA_COUNTER(f) { #f, offsetof(struct tern_rdma_counters, f) }
 	static const struct {
 		const char	*name;
-		atomic64_t	*val;
+		size_t		off;
 	} f[] = {
-		{ "registrations",	&tern_rdma_stats.registrations },
-		{ "zc_requests",	&tern_rdma_stats.zc_requests },
-		{ "inline_fallbacks",	&tern_rdma_stats.inline_fallbacks },
-		{ "local_invalidates",	&tern_rdma_stats.local_invalidates },
-		{ "remote_invalidates",	&tern_rdma_stats.remote_invalidates },
-		{ "rdma_reads",		&tern_rdma_stats.rdma_reads },
-		{ "rdma_read_bytes",	&tern_rdma_stats.rdma_read_bytes },
-		{ "rdma_writes",	&tern_rdma_stats.rdma_writes },
-		{ "rdma_write_bytes",	&tern_rdma_stats.rdma_write_bytes },
-		{ "credit_stalls",	&tern_rdma_stats.credit_stalls },
-		{ "sq_stalls",		&tern_rdma_stats.sq_stalls },
-		{ "handler_runs",	&tern_rdma_stats.handler_runs },
-		{ "unsignaled_sends",	&tern_rdma_stats.unsignaled_sends },
-		{ "injected_bad_rkeys",	&tern_rdma_stats.injected_bad_rkeys },
-		{ "injected_bad_lens",	&tern_rdma_stats.injected_bad_lens },
+		TERN_RDMA_COUNTER(registrations),
+		TERN_RDMA_COUNTER(zc_requests),
+		TERN_RDMA_COUNTER(inline_fallbacks),
+		TERN_RDMA_COUNTER(local_invalidates),
+		TERN_RDMA_COUNTER(remote_invalidates),
+		TERN_RDMA_COUNTER(rdma_reads),
+		TERN_RDMA_COUNTER(rdma_read_bytes),
+		TERN_RDMA_COUNTER(rdma_writes),
+		TERN_RDMA_COUNTER(rdma_write_bytes),
+		TERN_RDMA_COUNTER(credit_stalls),
+		TERN_RDMA_COUNTER(sq_stalls),
+		TERN_RDMA_COUNTER(handler_runs),
+		TERN_RDMA_COUNTER(unsignaled_sends),
+		TERN_RDMA_COUNTER(injected_bad_rkeys),
+		TERN_RDMA_COUNTER(injected_bad_lens),
 	};
-	unsigned int i;
+#undef TERN_RDMA_COUNTER
+	const u8 *counters;
+	unsigned int i, cpu;
+	u64 sum;
 
-	for (i = 0; i < ARRAY_SIZE(f); i++)
-		seq_printf(m, "%s %lld\n", f[i].name,
-			   (long long)atomic64_read(f[i].val));
+	for (i = 0; i < ARRAY_SIZE(f); i++) {
+		sum = 0;
+		for_each_possible_cpu(cpu) {
+			counters = (const u8 *)per_cpu_ptr(&tern_rdma_stats, cpu);
+			sum += READ_ONCE(*(const u64 *)(counters + f[i].off));
+		}
+		seq_printf(m, "%s %llu\n", f[i].name, sum);
+	}
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tern_rdma_stats);
