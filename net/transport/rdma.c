@@ -30,7 +30,10 @@
  * is news only when sending stalled on the send ring. Submitters post
  * their own requests (->push). A frame is copied into registered send buffers
  * and handed back to the core at once (tern_lane_tx_done()), so the core's
- * frames never wait for the wire.
+ * frames never wait for the wire; except that inline data above
+ * inline_copy_max goes from its own pages as a piece of the SEND's
+ * gather list (tern_rdma_ref_frame()), and then the send buffer holds
+ * the frame until that SEND completes.
  *
  * Locking: tl->lock (bh) guards the receive-completion list, the send
  * completion count and the ready/stopped flags; all other lane state is
@@ -107,6 +110,11 @@ module_param(inline_read_max, uint, 0644);
 MODULE_PARM_DESC(inline_read_max,
 		 "Reply data above this many bytes is moved by RDMA WRITE, not copied into SENDs (default 4096)");
 
+static unsigned int inline_copy_max = 1024;
+module_param(inline_copy_max, uint, 0644);
+MODULE_PARM_DESC(inline_copy_max,
+		 "Inline data above this many bytes goes into the SEND from its own pages when it fits one SEND, not copied (default 1024)");
+
 static unsigned int mr_count = 128;
 module_param(mr_count, uint, 0444);
 MODULE_PARM_DESC(mr_count,
@@ -136,6 +144,9 @@ MODULE_PARM_DESC(inject_bad_len_every,
 #define TERN_RDMA_MAX_BUF	65536U
 #define TERN_RDMA_MIN_RECV	8U
 #define TERN_RDMA_MAX_DEPTH	1024U
+/* a SEND: its buffer and, between pieces of it, up to 3 frames' data */
+#define TERN_RDMA_SEND_SGE	8U
+#define TERN_RDMA_SEND_REFS	3U
 
 static struct workqueue_struct *tern_rdma_wq;
 
@@ -154,6 +165,13 @@ enum tern_rdma_rx_state {
 struct tern_rdma_lane;
 struct tern_rdma_op;
 
+/* A frame whose data a SEND takes from the frame's own pages. */
+struct tern_rdma_ref {
+	struct tern_frame	*frame;
+	unsigned int		first_sge;	/* its data in the SEND's sge[] */
+	unsigned int		nr_sge;
+};
+
 struct tern_rdma_buf {
 	struct ib_cqe		cqe;
 	struct tern_rdma_lane	*tl;
@@ -167,6 +185,13 @@ struct tern_rdma_buf {
 	unsigned int		wrs;	/* send: SQ entries freed on completion */
 	struct tern_rdma_op	*op;	/* send: finished by this SEND */
 	unsigned int		seq;	/* send: tx_posted when posted */
+	/* send: the SEND's pieces; sge_open: the last is ours and may grow */
+	unsigned int		nr_sge;
+	bool			sge_open;
+	struct ib_sge		sge[TERN_RDMA_SEND_SGE];
+	/* send: frames held until the SEND completes, pages mapped */
+	unsigned int		nr_refs;
+	struct tern_rdma_ref	refs[TERN_RDMA_SEND_REFS];
 };
 
 enum tern_rdma_op_kind {
@@ -219,6 +244,8 @@ struct tern_rdma_counters {
 	u64		registrations;		/* MRs registered */
 	u64		zc_requests;		/* requests sent with descriptors */
 	u64		inline_fallbacks;	/* big data sent inline anyway */
+	u64		inline_refs;		/* inline data sent from its pages */
+	u64		inline_ref_bytes;
 	u64		local_invalidates;
 	u64		remote_invalidates;
 	u64		rdma_reads;
@@ -306,6 +333,8 @@ struct tern_rdma_lane {
 	bool			failed;
 	struct list_head	rx_ready;	/* taken from rx_done, in order */
 	unsigned int		tx_posted;
+	unsigned int		tx_released;	/* SENDs whose refs are let go */
+	unsigned int		tx_max_sge;
 	unsigned int		tx_unsignaled;	/* SENDs since the last signaled */
 	unsigned int		tx_signal_every;
 	u32			tx_credits;
@@ -316,6 +345,9 @@ struct tern_rdma_lane {
 	struct tern_frame	*tx_frame;
 	size_t			tx_off;		/* header+front bytes copied */
 	struct iov_iter		tx_data;
+	/* tx_frame's data goes from its pages: in this many pieces */
+	bool			tx_ref;
+	unsigned int		tx_ref_sges;
 };
 
 struct tern_rdma_listener {
@@ -409,6 +441,8 @@ static void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	while (n--) {
 		b = &tl->sbufs[tl->tx_completed % tl->nr_sbufs];
 		tl->sq_free += b->wrs;
+		if (b->nr_refs)
+			wake = true;	/* frames to give back */
 		if (b->op) {
 			list_add_tail(&b->op->done, &tl->op_done);
 			wake = true;
@@ -1151,24 +1185,173 @@ static ssize_t tern_rdma_copy_frame(struct tern_rdma_lane *tl, u8 *dst,
 	return copied;
 }
 
+/*
+ * The SEND in @buf is over (completed, flushed or never posted): unmap
+ * the pages it took data from and give their frames back to the core.
+ */
+static void tern_rdma_refs_put(struct tern_rdma_lane *tl,
+			       struct tern_rdma_buf *buf)
+{
+	const struct tern_rdma_ref *ref;
+	unsigned int i, j;
+
+	for (i = 0; i < buf->nr_refs; i++) {
+		ref = &buf->refs[i];
+		for (j = ref->first_sge; j < ref->first_sge + ref->nr_sge; j++)
+			ib_dma_unmap_page(tl->dev, buf->sge[j].addr,
+					  buf->sge[j].length, DMA_TO_DEVICE);
+		tern_lane_tx_done(tl->lane, ref->frame);
+	}
+	buf->nr_refs = 0;
+}
+
+/* Let go of the frames of every SEND completed since the last look. */
+static void tern_rdma_tx_release(struct tern_rdma_lane *tl)
+{
+	/* acquire pairs with the release in tern_rdma_send_done() */
+	unsigned int completed = smp_load_acquire(&tl->tx_completed);
+
+	while (tl->tx_released != completed)
+		tern_rdma_refs_put(tl, &tl->sbufs[tl->tx_released++ %
+						  tl->nr_sbufs]);
+}
+
+/* Send buffers free: their SEND completed and its frames are let go. */
 static unsigned int tern_rdma_tx_free(struct tern_rdma_lane *tl)
 {
-	unsigned int completed, free;
+	bool stalled;
 
-	/*
-	 * A stale count is low, never high: lock only to stall. Acquire
-	 * pairs with the release in tern_rdma_send_done().
-	 */
-	completed = smp_load_acquire(&tl->tx_completed);
-	free = tl->nr_sbufs - (tl->tx_posted - completed);
-	if (free)
-		return free;
+	tern_rdma_tx_release(tl);
+	if (tl->tx_posted - tl->tx_released < tl->nr_sbufs)
+		return tl->nr_sbufs - (tl->tx_posted - tl->tx_released);
+	/* a stale count is low, never high: lock only to stall */
 	spin_lock_bh(&tl->lock);
-	free = tl->nr_sbufs - (tl->tx_posted - tl->tx_completed);
-	if (!free)
+	stalled = tl->tx_completed == tl->tx_released;
+	if (stalled)
 		tl->tx_stalled = true;	/* wake on the next completion */
 	spin_unlock_bh(&tl->lock);
-	return free;
+	if (stalled)
+		return 0;
+	tern_rdma_tx_release(tl);
+	return tl->nr_sbufs - (tl->tx_posted - tl->tx_released);
+}
+
+/*
+ * Should tl->tx_frame's inline data go into the SEND from its own pages
+ * rather than be copied? Only if it is big enough to be worth mapping,
+ * and the whole frame fits one SEND: then the frame goes in one piece
+ * and is held until that SEND completes.
+ */
+static void tern_rdma_ref_plan(struct tern_rdma_lane *tl,
+			       const struct tern_frame *f)
+{
+	size_t head = sizeof(f->hdr) + tern_frame_front_len(f);
+	u32 len = tern_frame_data_len(f), left = len;
+	unsigned int i, sges = 0;
+
+	tl->tx_ref = false;
+	if (len <= READ_ONCE(inline_copy_max) ||
+	    head + len > tl->tx_chunk - sizeof(struct tern_rdma_msg_hdr))
+		return;
+	for (i = 0; i < f->nr_bvec && left; i++) {
+		if (!f->bvec[i].bv_len)
+			continue;
+		left -= min(left, f->bvec[i].bv_len);
+		sges++;
+	}
+	/* and the buffer's pieces: message header, head, what follows */
+	if (left || sges + 3 > tl->tx_max_sge)
+		return;
+	tl->tx_ref = true;
+	tl->tx_ref_sges = sges;
+}
+
+/* @n more bytes of the SEND come from its buffer, at @off. */
+static void tern_rdma_sge_buf(struct tern_rdma_lane *tl,
+			      struct tern_rdma_buf *buf, size_t off, size_t n)
+{
+	struct ib_sge *sge;
+
+	if (!n)
+		return;
+	if (buf->sge_open) {
+		buf->sge[buf->nr_sge - 1].length += n;
+		return;
+	}
+	sge = &buf->sge[buf->nr_sge++];
+	sge->addr = buf->dma + off;
+	sge->length = n;
+	sge->lkey = tl->pd->local_dma_lkey;
+	buf->sge_open = true;
+}
+
+/*
+ * Put all of tl->tx_frame into the SEND of @buf, its header and front
+ * copied at *@off, its data as SEND pieces of its own pages; *@len is the
+ * message length so far. The frame is held in buf->refs. If a page will
+ * not map, the data is left for copying (tl->tx_ref cleared). Return: 1
+ * when the frame is in, 0 when it does not fit beside what is there.
+ */
+static int tern_rdma_ref_frame(struct tern_rdma_lane *tl,
+			       struct tern_rdma_buf *buf, size_t *off,
+			       size_t *len)
+{
+	struct tern_frame *f = tl->tx_frame;
+	size_t head = sizeof(f->hdr) + tern_frame_front_len(f);
+	u32 data = iov_iter_count(&tl->tx_data), left = data;
+	const struct bio_vec *bv;
+	struct tern_rdma_ref *ref;
+	unsigned int i, first;
+	struct ib_sge *sge;
+	u32 l, pos;
+	u64 dma;
+
+	if (head + data > tl->tx_chunk - *len ||
+	    buf->nr_sge + tl->tx_ref_sges + 2 > tl->tx_max_sge ||
+	    buf->nr_refs == TERN_RDMA_SEND_REFS)
+		return 0;
+	/* room for exactly the head: nothing of the data is copied */
+	tern_rdma_copy_frame(tl, (u8 *)buf->addr + *off, head);
+	tern_rdma_sge_buf(tl, buf, *off, head);
+	*off += head;
+	*len += head;
+
+	first = buf->nr_sge;
+	for (i = 0; i < f->nr_bvec && left; i++) {
+		bv = &f->bvec[i];
+		l = min(left, bv->bv_len);
+		if (!l)
+			continue;
+		pos = bv->bv_offset;
+		dma = ib_dma_map_page(tl->dev, bv->bv_page + (pos >> PAGE_SHIFT),
+				      offset_in_page(pos), l, DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(tl->dev, dma))
+			goto unmap;
+		sge = &buf->sge[buf->nr_sge++];
+		sge->addr = dma;
+		sge->length = l;
+		sge->lkey = tl->pd->local_dma_lkey;
+		left -= l;
+	}
+	buf->sge_open = false;
+	iov_iter_advance(&tl->tx_data, data);
+	*len += data;
+	ref = &buf->refs[buf->nr_refs++];
+	ref->frame = f;
+	ref->first_sge = first;
+	ref->nr_sge = buf->nr_sge - first;
+	TERN_RDMA_STAT(inline_refs, 1);
+	TERN_RDMA_STAT(inline_ref_bytes, data);
+	return 1;
+
+unmap:
+	while (buf->nr_sge > first) {
+		sge = &buf->sge[--buf->nr_sge];
+		ib_dma_unmap_page(tl->dev, sge->addr, sge->length,
+				  DMA_TO_DEVICE);
+	}
+	tl->tx_ref = false;
+	return 1;
 }
 
 /*
@@ -1214,6 +1397,9 @@ static int tern_rdma_tx_prepare(struct tern_rdma_lane *tl, unsigned int *wrs)
 		iov_iter_bvec(&tl->tx_data, ITER_SOURCE, f->bvec, f->nr_bvec,
 			      tern_frame_data_len(f));
 	}
+	tl->tx_ref = false;
+	if (!op)
+		tern_rdma_ref_plan(tl, f);
 	tl->tx_prepared = true;
 	return 0;
 }
@@ -1225,9 +1411,9 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	struct tern_rdma_msg_hdr *h;
 	struct tern_rdma_op *op;
 	struct tern_frame *f;
-	size_t off = sizeof(*h);
+	size_t off = sizeof(*h);	/* bytes in the buffer */
+	size_t len = sizeof(*h);	/* bytes in the message */
 	struct ib_send_wr wr = {};
-	struct ib_sge sge;
 	unsigned int free;
 	bool inv = false;
 	bool signal;
@@ -1235,6 +1421,8 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	ssize_t n;
 	int ret;
 
+	/* before anything else: requests may wait for their frames */
+	tern_rdma_tx_release(tl);
 	/* The last credit only goes with a grant: see the top comment. */
 	if (!tl->tx_credits || (tl->tx_credits == 1 && !tl->grant_pending)) {
 		if (tl->tx_frame || tern_lane_tx_pending(tl->lane))
@@ -1248,8 +1436,13 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	buf = &tl->sbufs[tl->tx_posted % tl->nr_sbufs];
 	buf->wrs = 0;
 	buf->op = NULL;
+	buf->sge[0].addr = buf->dma;
+	buf->sge[0].length = sizeof(*h);
+	buf->sge[0].lkey = tl->pd->local_dma_lkey;
+	buf->nr_sge = 1;
+	buf->sge_open = true;
 	h = buf->addr;
-	while (off < tl->tx_chunk) {
+	while (len < tl->tx_chunk) {
 		if (!tl->tx_frame) {
 			f = tern_lane_tx_next(tl->lane);
 			if (!f)
@@ -1262,13 +1455,25 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 			if (ret == -EAGAIN)
 				break;
 			if (ret)
-				return ret;
+				goto unposted;
 		}
-		n = tern_rdma_copy_frame(tl, (u8 *)buf->addr + off,
-					 tl->tx_chunk - off);
-		if (n < 0)
-			return n;
-		off += n;
+		if (tl->tx_ref && !tl->tx_off &&
+		    !tern_rdma_ref_frame(tl, buf, &off, &len)) {
+			if (len > sizeof(*h))
+				break;	/* the next SEND takes it whole */
+			tl->tx_ref = false;
+		}
+		if (!tl->tx_ref) {
+			n = tern_rdma_copy_frame(tl, (u8 *)buf->addr + off,
+						 tl->tx_chunk - len);
+			if (n < 0) {
+				ret = n;
+				goto unposted;
+			}
+			tern_rdma_sge_buf(tl, buf, off, n);
+			off += n;
+			len += n;
+		}
 		if (!tern_rdma_frame_sent(tl))
 			continue;
 		f = tl->tx_frame;
@@ -1280,7 +1485,9 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 			inv = true;
 			inv_rkey = le32_to_cpu(f->rdesc[0].rkey);
 		}
-		if (!op) {
+		if (tl->tx_ref) {
+			/* buf->refs holds it until the SEND completes */
+		} else if (!op) {
 			tern_lane_tx_done(tl->lane, f);
 		} else {
 			op->held = true;
@@ -1293,7 +1500,7 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 			break;	/* one invalidation per SEND */
 	}
 
-	if (off == sizeof(*h)) {
+	if (len == sizeof(*h)) {
 		if (tl->grant_pending < tl->grant_threshold)
 			return 0;
 		h->type = TERN_RDMA_MSG_CREDIT;
@@ -1305,12 +1512,9 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	h->credits = cpu_to_le16(tl->grant_pending);
 	h->reserved = 0;
 
-	sge.addr = buf->dma;
-	sge.length = off;
-	sge.lkey = tl->pd->local_dma_lkey;
 	wr.wr_cqe = &buf->cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr.sg_list = buf->sge;
+	wr.num_sge = buf->nr_sge;
 	wr.opcode = inv ? IB_WR_SEND_WITH_INV : IB_WR_SEND;
 	wr.ex.invalidate_rkey = inv_rkey;
 	/*
@@ -1320,14 +1524,15 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	 * few send buffers are left, one more, so that whatever stalls for
 	 * want of buffers or entries has a completion coming.
 	 */
-	signal = buf->op || buf->wrs || free <= tl->tx_signal_every ||
+	signal = buf->op || buf->wrs || buf->nr_refs ||
+		 free <= tl->tx_signal_every ||
 		 tl->tx_unsignaled + 1 >= tl->tx_signal_every;
 	wr.send_flags = signal ? IB_SEND_SIGNALED : 0;
 	buf->seq = tl->tx_posted;
 	ib_dma_sync_single_for_device(tl->dev, buf->dma, off, DMA_TO_DEVICE);
 	ret = ib_post_send(tl->cm_id->qp, &wr, NULL);
 	if (ret)
-		return ret;
+		goto unposted;
 	if (signal) {
 		tl->tx_unsignaled = 0;
 	} else {
@@ -1338,6 +1543,10 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	tl->tx_credits--;
 	tl->grant_pending = 0;
 	return 1;
+
+unposted:
+	tern_rdma_refs_put(tl, buf);
+	return ret;
 }
 
 static bool tern_rdma_io_trylock(struct tern_rdma_lane *tl)
@@ -1637,6 +1846,7 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	if (err)
 		goto out_cq;
 	tl->qp_created = true;
+	tl->tx_max_sge = min_t(u32, attr.cap.max_send_sge, TERN_RDMA_SEND_SGE);
 
 	/* FRWR for our own buffers; without it requests carry data inline */
 	tl->mr_max_pages = min_t(u32, READ_ONCE(mr_pages),
@@ -1701,6 +1911,10 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 	cancel_work_sync(&tl->io_work);
 	if (tl->qp_created) {
 		ib_drain_qp(tl->cm_id->qp);
+		/* completed or flushed: the pages of every SEND are free */
+		while (tl->tx_released != tl->tx_posted)
+			tern_rdma_refs_put(tl, &tl->sbufs[tl->tx_released++ %
+							  tl->nr_sbufs]);
 		list_for_each_entry(op, &tl->ops, entry)
 			tern_rdma_op_unmap(tl, op);
 		if (tl->mr_pool)
@@ -2241,6 +2455,8 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		TERN_RDMA_COUNTER(registrations),
 		TERN_RDMA_COUNTER(zc_requests),
 		TERN_RDMA_COUNTER(inline_fallbacks),
+		TERN_RDMA_COUNTER(inline_refs),
+		TERN_RDMA_COUNTER(inline_ref_bytes),
 		TERN_RDMA_COUNTER(local_invalidates),
 		TERN_RDMA_COUNTER(remote_invalidates),
 		TERN_RDMA_COUNTER(rdma_reads),

@@ -30,6 +30,9 @@
 #    inline data, all verified;
 #  - small rings (send_depth=8 recv_depth=8) at depth 32: senders stall
 #    on buffers and credits, unsignaled SENDs are reaped, all verified;
+#  - inline data above tern_rdma.inline_copy_max goes into SENDs from its
+#    own pages: counted at 4k (4096 bytes per frame), not at 1k or with
+#    the limit raised, all verified;
 #  - one export served over TCP and RDMA at once: a client on each
 #    transport writes and verifies its half with fio, and each half
 #    reads back identical through the other transport and from the
@@ -420,6 +423,37 @@ zc_few_mrs() {
 	return $bad
 }
 
+# zc_refs_run SIZE: a verified 3 s bench run of SIZE both ways; echo how
+# many frames' inline data went from their own pages, and bytes per frame
+zc_refs_run() {
+	local refs bytes
+	zc_snap
+	zc_verified "$1" --time 3 --depth 16 --lanes 2 >&2 || return 1
+	refs=$(zc_delta inline_refs) bytes=$(zc_delta inline_ref_bytes)
+	echo "$refs $((refs ? bytes / refs : 0))"
+}
+
+# Inline data above inline_copy_max (1024) goes into SENDs from its own
+# pages: at 4k every write request and every read reply does, 4096 bytes
+# each; at 1k none does, and none once inline_copy_max is raised past
+# the SEND size. Everything verifies, with data CRCs too.
+zc_inline_refs() {
+	local r bad=0
+	r=$(zc_refs_run 4k) || bad=1
+	echo "4k: $r (frames, bytes each)"
+	[ "${r% *}" -gt 0 ] && [ "${r#* }" = 4096 ] || bad=1
+	r=$(zc_refs_run 1k) || bad=1
+	echo "1k: $r"
+	[ "${r% *}" = 0 ] || bad=1
+	echo 65536 > "$ZC_PARAMS/inline_copy_max" || return 1
+	r=$(zc_refs_run 4k) || bad=1
+	echo 1024 > "$ZC_PARAMS/inline_copy_max"
+	echo "4k, inline_copy_max=65536: $r"
+	[ "${r% *}" = 0 ] || bad=1
+	zc_verified 4k --time 3 --depth 16 --lanes 2 --crc || bad=1
+	return $bad
+}
+
 # Eight send and eight receive buffers per lane at depth 32: senders run
 # short of buffers and of credits all the time, and most SENDs go
 # unsignaled, so a stalled sender waits for the signaled SEND that reaps
@@ -436,11 +470,11 @@ zc_small_rings() {
 	return $bad
 }
 
-ktap_plan 17
+ktap_plan 18
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || ! command -v rdma >/dev/null; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no ternadm"
-	for _ in $(seq 17); do ktap_skip "no RDMA setup"; done
+	for _ in $(seq 18); do ktap_skip "no RDMA setup"; done
 	ktap_finish
 fi
 
@@ -462,6 +496,8 @@ ktap_check "zero-copy with 6 MRs of 4 pages per lane: several MRs per request, i
 	zc_few_mrs
 ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by later signaled ones, credit stalls, verified" \
 	zc_small_rings
+ktap_check "inline data above inline_copy_max sent from its pages: 4k yes (4096 bytes each), 1k and inline_copy_max=65536 no, verified" \
+	zc_inline_refs
 ktap_check "one RAM disk exported on a TCP port and an RDMA port" blk_setup
 ktap_check "a client over rdma and one over tcp on one export at once: fio verify, halves identical across transports and on the disk, rdma half moved by RDMA READ/WRITE" \
 	both_transports
