@@ -20,7 +20,7 @@ static LIST_HEAD(tern_transports);
 static DEFINE_MUTEX(tern_registry_lock);
 
 struct workqueue_struct *tern_wq;
-atomic_t tern_objects[TERN_OBJ_MAX];
+DEFINE_PER_CPU(struct tern_live_objects, tern_live_objects);
 struct dentry *tern_debugfs_root;
 
 static unsigned int inject_fail_every;
@@ -173,13 +173,23 @@ static int tern_total_stats_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(tern_total_stats);
 
+static int tern_obj_count(enum tern_obj obj)
+{
+	unsigned int cpu;
+	int sum = 0;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu(tern_live_objects, cpu).n[obj]);
+	return sum;
+}
+
 static int tern_objects_show(struct seq_file *m, void *v)
 {
 	seq_printf(m, "endpoints %d\nsessions %d\nlanes %d\nsrv_reqs %d\n",
-		   atomic_read(&tern_objects[TERN_OBJ_ENDPOINT]),
-		   atomic_read(&tern_objects[TERN_OBJ_SESSION]),
-		   atomic_read(&tern_objects[TERN_OBJ_LANE]),
-		   atomic_read(&tern_objects[TERN_OBJ_SRV_REQ]));
+		   tern_obj_count(TERN_OBJ_ENDPOINT),
+		   tern_obj_count(TERN_OBJ_SESSION),
+		   tern_obj_count(TERN_OBJ_LANE),
+		   tern_obj_count(TERN_OBJ_SRV_REQ));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tern_objects);
@@ -211,15 +221,16 @@ static int __init tern_init(void)
 static void __exit tern_exit(void)
 {
 	unsigned int i;
+	int n;
 
 	debugfs_remove_recursive(tern_debugfs_root);
 	destroy_workqueue(tern_wq);	/* runs pending frees first */
 	tern_pages_exit();
 	free_percpu(tern_total_stats);
-	for (i = 0; i < TERN_OBJ_MAX; i++)
-		WARN(atomic_read(&tern_objects[i]),
-		     "tern: %d objects of kind %u leaked\n",
-		     atomic_read(&tern_objects[i]), i);
+	for (i = 0; i < TERN_OBJ_MAX; i++) {
+		n = tern_obj_count(i);
+		WARN(n, "tern: %d objects of kind %u leaked\n", n, i);
+	}
 }
 
 module_init(tern_init);

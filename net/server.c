@@ -13,11 +13,12 @@
  * another lane would only race with the resent copy and pile up work.
  *
  * Locking: ep->lock (mutex) serialises session lookup and creation against
- * unlinking; sess->lock protects srv_reqs, nr_srv_reqs and lane choice.
- * Responder requests held (in progress or with a reply not yet sent) are
- * bounded by four times the negotiated queue depth, room for resent
- * duplicates of requests whose first copy is still held; so a peer cannot
- * make us allocate without limit.
+ * unlinking; sess->lock protects lane choice. Responder requests held (in
+ * progress or with a reply not yet sent) are bounded by four times the
+ * negotiated queue depth, room for resent duplicates of requests whose
+ * first copy is still held; so a peer cannot make us allocate without
+ * limit. The count is an atomic of the session, not under sess->lock:
+ * a request takes the lock once, to queue its reply.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -34,11 +35,7 @@ static void tern_srv_req_free(struct tern_srv_req *sreq)
 	struct tern_session *sess = sreq->sess;
 	unsigned int i;
 
-	spin_lock_bh(&sess->lock);
-	sess->nr_srv_reqs--;
-	list_del(&sreq->entry);
-	spin_unlock_bh(&sess->lock);
-
+	atomic_dec(&sess->nr_srv_reqs);
 	for (i = 0; i < sreq->core_nr_bvec; i++)
 		tern_data_page_free(sreq->core_bvec[i].bv_page);
 	kfree(sreq->core_bvec);
@@ -252,7 +249,6 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 			   TERN_WIRE_F_DATA_FROM_RESPONDER);
 	bool remote = flags & TERN_WIRE_F_REMOTE;
 	struct tern_srv_req *sreq;
-	bool over;
 
 	if (remote) {
 		/* descriptors instead of data, see tern_wire.h */
@@ -280,12 +276,8 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 		return -EPROTO;
 	}
 
-	spin_lock_bh(&sess->lock);
-	over = sess->nr_srv_reqs >= 4 * sess->info.queue_depth;
-	if (!over)
-		sess->nr_srv_reqs++;
-	spin_unlock_bh(&sess->lock);
-	if (over) {
+	if (!atomic_add_unless(&sess->nr_srv_reqs, 1,
+			       4 * sess->info.queue_depth)) {
 		tern_lane_proto_err(cl, "peer exceeds queue depth %u",
 				    sess->info.queue_depth);
 		return -EPROTO;
@@ -308,13 +300,10 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 		}
 	}
 	if (!sreq) {
-		spin_lock_bh(&sess->lock);
-		sess->nr_srv_reqs--;
-		spin_unlock_bh(&sess->lock);
+		atomic_dec(&sess->nr_srv_reqs);
 		return -ENOMEM;
 	}
 	tern_obj_inc(TERN_OBJ_SRV_REQ);
-	INIT_LIST_HEAD(&sreq->entry);
 	INIT_LIST_HEAD(&sreq->frame.entry);
 	sreq->frame.kind = TERN_FRAME_REPLY;
 	kref_get(&sess->ref);
@@ -406,9 +395,6 @@ static void tern_srv_req_deliver(struct tern_srv_req *sreq)
 	const struct tern_endpoint_ops *ops = sreq->sess->ep->ops;
 	struct tern_session *sess = sreq->sess;
 
-	spin_lock_bh(&sess->lock);
-	list_add_tail(&sreq->entry, &sess->srv_reqs);
-	spin_unlock_bh(&sess->lock);
 	this_cpu_inc(sess->counts->requests);
 	if (sreq->resent)
 		atomic64_inc(&sess->duplicates);

@@ -114,7 +114,6 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 	spin_lock_init(&sess->lock);
 	hash_init(sess->pending);
 	INIT_LIST_HEAD(&sess->backlog);
-	INIT_LIST_HEAD(&sess->srv_reqs);
 	INIT_LIST_HEAD(&sess->ep_entry);
 	init_waitqueue_head(&sess->wait);
 	INIT_DELAYED_WORK(&sess->loss_work, tern_session_loss_work);

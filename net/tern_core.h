@@ -195,8 +195,7 @@ struct tern_session {
 	struct delayed_work		loss_work;
 	bool				loss_armed;
 
-	struct list_head		srv_reqs;
-	unsigned int			nr_srv_reqs;
+	atomic_t			nr_srv_reqs;
 
 	struct tern_sess_counts __percpu *counts; /* lanes share them */
 	atomic64_t			failed;
@@ -247,17 +246,22 @@ enum tern_obj {
 	TERN_OBJ_MAX,
 };
 
-extern atomic_t tern_objects[TERN_OBJ_MAX];
+/* per CPU: responder requests come and go on every lane's CPU */
+struct tern_live_objects {
+	int	n[TERN_OBJ_MAX];
+};
+
+DECLARE_PER_CPU(struct tern_live_objects, tern_live_objects);
 extern struct tern_stats __percpu *tern_total_stats;
 
 static inline void tern_obj_inc(enum tern_obj obj)
 {
-	atomic_inc(&tern_objects[obj]);
+	this_cpu_inc(tern_live_objects.n[obj]);
 }
 
 static inline void tern_obj_dec(enum tern_obj obj)
 {
-	atomic_dec(&tern_objects[obj]);
+	this_cpu_dec(tern_live_objects.n[obj]);
 }
 
 /* main.c */

@@ -156,7 +156,6 @@ struct tern_srv_req {
 
 	/* private: the core's */
 	struct tern_frame	frame;
-	struct list_head	entry;
 	struct tern_lane	*lane;
 	void			*front_buf;
 	void			*reply_front_buf;
