@@ -78,6 +78,7 @@ struct tern_tcp_lane {
 	size_t			tx_off;		/* header+front bytes sent */
 	struct iov_iter		tx_data;
 	bool			tx_splice_all;	/* every data page splices */
+	bool			tx_corked;	/* last frame ended with MSG_MORE */
 };
 
 struct tern_tcp_listener {
@@ -333,8 +334,18 @@ static int tern_tcp_send_step(struct tern_tcp_lane *tl)
 
 	if (!f) {
 		f = tern_lane_tx_next(tl->lane);
-		if (!f)
+		if (!f) {
+			/*
+			 * The frame that made us say MSG_MORE went away
+			 * (cancelled, or the lane is dying): push the tail
+			 * rather than leave it to the next send or ACK.
+			 */
+			if (tl->tx_corked) {
+				tl->tx_corked = false;
+				tcp_sock_set_cork(tl->sock->sk, false);
+			}
 			return 0;
+		}
 		tl->tx_frame = f;
 		tl->tx_off = 0;
 		iov_iter_bvec(&tl->tx_data, ITER_SOURCE, f->bvec, f->nr_bvec,
@@ -367,6 +378,7 @@ static int tern_tcp_send_step(struct tern_tcp_lane *tl)
 			return 1;
 	}
 	tl->tx_frame = NULL;
+	tl->tx_corked = more;
 	tern_lane_tx_done(tl->lane, f);
 	return 1;
 }
