@@ -133,7 +133,8 @@ static int tern_blk_parse_one(unsigned int opt, const char *key,
 		return tern_blk_address(val, o);
 	case OPT_SERVICE:
 		err = tern_blk_uint(key, val, 1, 65535, &v);
-		o->service = v;
+		if (!err)
+			o->service = v;
 		return err;
 	case OPT_EXPORT:
 	case OPT_HOST:
@@ -239,6 +240,7 @@ static ssize_t tern_blk_ctl_write(struct file *file, const char __user *ubuf,
 	struct tern_blk_ctl_file *cf = file->private_data;
 	char name[DISK_NAME_LEN];
 	struct tern_blk_opts *o;
+	size_t len = count;
 	char *buf;
 	int err;
 
@@ -250,9 +252,10 @@ static ssize_t tern_blk_ctl_write(struct file *file, const char __user *ubuf,
 	buf = memdup_user_nul(ubuf, count);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
-	if (buf[count - 1] == '\n')
-		buf[--count] = '\0';
-	if (strlen(buf) != count || !count) {
+	/* echo(1) appends a newline; it is consumed, not a short write */
+	if (buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	if (strlen(buf) != len || !len) {
 		pr_err("option string is empty or holds a NUL byte\n");
 		err = -EINVAL;
 		goto out;

@@ -334,6 +334,37 @@ bad_maps() {
 	return $rc
 }
 
+# echo(1) into the control device, as admin-guide.rst shows: the write
+# of "OPTIONS\n" is taken whole, so the shell sees no short write and
+# sends no stray "\n" of its own; bash's builtin echo and /bin/echo both.
+echo_map() {
+	local before after d e rc=0
+	for e in echo /bin/echo; do
+		before=$(tern_devs | sort)
+		if ! $e "$AT,export=vol0,lanes=1" > "$CTL"; then
+			echo "$e: map write failed"
+			return 1
+		fi
+		after=$(tern_devs | sort)
+		d=$(comm -13 <(echo "$before") <(echo "$after"))
+		if [ -z "$d" ] || [ "$(echo "$d" | wc -l)" != 1 ]; then
+			echo "$e: expected one new device, got [$d]"
+			return 1
+		fi
+		wait_bdev "$d" || rc=1
+		if ! $e "remove=$d" > "$CTL"; then
+			echo "$e: remove=$d write failed"
+			rc=1
+		fi
+		if [ -e "/sys/block/$d" ]; then
+			echo "$e: $d still there"
+			MAPPED+=("$d")
+			return 1
+		fi
+	done
+	return $rc
+}
+
 # Lanes die every N transport operations while fio verifies: requests
 # are resent on reconnect, the target finds their binding again from the
 # handle, and not one byte or I/O is lost.
@@ -503,7 +534,7 @@ fi
 # Over rdma the transport-independent checks are not planned.
 ALL=0
 [ "$TRANSPORT" = tcp ] && ALL=1
-ktap_plan $((ALL ? 33 : 31))
+ktap_plan $((ALL ? 34 : 31))
 
 check "modules load (tern_$TRANSPORT, tern_target, tern_blk, brd)" setup_modules
 check "target configured through configfs (4 exports, port p0 on $TRANSPORT://$ADDR:$SVC)" \
@@ -561,6 +592,8 @@ check "past loss_timeout I/O fails with EIO; the device recovers" \
 	loss_timeout
 [ $ALL = 1 ] &&
 	check "bad option strings fail and create no device" bad_maps
+[ $ALL = 1 ] &&
+	check "echo OPTIONS > $CTL maps, echo remove=ternN unmaps" echo_map
 check "disabling an export fails its sessions' I/O cleanly" \
 	export_disable_while_mapped "$FD"
 check "target restarted under /dev/$VOL: bound again, I/O resumes, data intact" \
