@@ -93,6 +93,8 @@ struct tern_tgt_port {
 	char			transport[16];
 	char			address[48];
 	u16			service;
+	unsigned int		max_lanes;	/* 0: TERN_WIRE_MAX_LANES */
+	unsigned int		max_queue_depth; /* 0: TERN_TGT_MAX_QUEUE_DEPTH */
 	bool			enabled;	/* also read under tern_tgt_mutex */
 	struct tern_endpoint	*ep;
 	struct tern_listener	*lis;

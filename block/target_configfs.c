@@ -4,7 +4,7 @@
  *
  *   /sys/kernel/config/tern/
  *     exports/NAME/{device_path,read_only,allowed_hosts,enable}
- *     ports/NAME/{transport,address,service,enable}
+ *     ports/NAME/{transport,address,service,max_lanes,max_queue_depth,enable}
  *     ports/NAME/exports/LINK -> ../../../exports/NAME
  *
  * Every store validates strictly and logs why it refused. An enabled
@@ -507,6 +507,60 @@ static ssize_t tern_tgt_port_service_store(struct config_item *item,
 	return count;
 }
 
+/* A cap on what sessions negotiate: 0 (the default) or 1..@max. */
+static ssize_t tern_tgt_port_cap_store(struct config_item *item,
+				       const char *page, size_t count,
+				       const char *what, unsigned int max,
+				       unsigned int *cap)
+{
+	struct tern_tgt_port *port = to_port(item);
+	unsigned int val;
+
+	if (kstrtouint(page, 10, &val) || val > max) {
+		pr_err("port %s: %s must be 0 (default) or 1-%u\n",
+		       config_item_name(item), what, max);
+		return -EINVAL;
+	}
+	mutex_lock(&port->lock);
+	if (port->enabled) {
+		mutex_unlock(&port->lock);
+		return tern_tgt_port_busy(port, what);
+	}
+	WRITE_ONCE(*cap, val);
+	mutex_unlock(&port->lock);
+	return count;
+}
+
+static ssize_t tern_tgt_port_max_lanes_show(struct config_item *item,
+					    char *page)
+{
+	return sysfs_emit(page, "%u\n", READ_ONCE(to_port(item)->max_lanes));
+}
+
+static ssize_t tern_tgt_port_max_lanes_store(struct config_item *item,
+					     const char *page, size_t count)
+{
+	return tern_tgt_port_cap_store(item, page, count, "max_lanes",
+				       TERN_WIRE_MAX_LANES,
+				       &to_port(item)->max_lanes);
+}
+
+static ssize_t tern_tgt_port_max_queue_depth_show(struct config_item *item,
+						  char *page)
+{
+	return sysfs_emit(page, "%u\n",
+			  READ_ONCE(to_port(item)->max_queue_depth));
+}
+
+static ssize_t tern_tgt_port_max_queue_depth_store(struct config_item *item,
+						   const char *page,
+						   size_t count)
+{
+	return tern_tgt_port_cap_store(item, page, count, "max_queue_depth",
+				       TERN_TGT_MAX_QUEUE_DEPTH,
+				       &to_port(item)->max_queue_depth);
+}
+
 /* Caller holds port->lock. */
 static void tern_tgt_port_disable(struct tern_tgt_port *port)
 {
@@ -585,12 +639,16 @@ static ssize_t tern_tgt_port_enable_store(struct config_item *item,
 CONFIGFS_ATTR(tern_tgt_port_, transport);
 CONFIGFS_ATTR(tern_tgt_port_, address);
 CONFIGFS_ATTR(tern_tgt_port_, service);
+CONFIGFS_ATTR(tern_tgt_port_, max_lanes);
+CONFIGFS_ATTR(tern_tgt_port_, max_queue_depth);
 CONFIGFS_ATTR(tern_tgt_port_, enable);
 
 static struct configfs_attribute *tern_tgt_port_attrs[] = {
 	&tern_tgt_port_attr_transport,
 	&tern_tgt_port_attr_address,
 	&tern_tgt_port_attr_service,
+	&tern_tgt_port_attr_max_lanes,
+	&tern_tgt_port_attr_max_queue_depth,
 	&tern_tgt_port_attr_enable,
 	NULL,
 };

@@ -677,8 +677,10 @@ struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port)
 		.name		= "target",
 		.ops		= &tern_tgt_ops,
 		.priv		= port,
+		.max_lanes	= port->max_lanes,
 		.max_data	= TERN_TGT_MAX_TRANSFER,
-		.max_queue_depth = TERN_TGT_MAX_QUEUE_DEPTH,
+		.max_queue_depth = port->max_queue_depth ?:
+				   TERN_TGT_MAX_QUEUE_DEPTH,
 	};
 
 	return tern_endpoint_create(&conf);

@@ -4,7 +4,7 @@
  *
  *   ternadm target export add NAME PATH [--read-only] [--allowed-hosts H,..]
  *   ternadm target export del NAME
- *   ternadm target port add NAME URI
+ *   ternadm target port add NAME URI [--max-lanes N] [--max-queue-depth N]
  *   ternadm target port del NAME
  *   ternadm target link PORT EXPORT
  *   ternadm target unlink PORT EXPORT
@@ -27,6 +27,7 @@
 
 #define MAX_HOSTS	16	/* allowed_hosts per export */
 #define ATTR_MAX	4096	/* a configfs attribute page */
+#define PORT_MAX_QDEPTH	256	/* tern_target's TERN_TGT_MAX_QUEUE_DEPTH */
 
 static const char *const target_help[] = {
 	"",
@@ -40,6 +41,11 @@ static const char *const target_help[] = {
 	"  --read-only            refuse writes from every client",
 	"  --allowed-hosts H1,H2  only these host ids may map it (at most 16)",
 	"",
+	"port add options (caps on what each session negotiates):",
+	"  --max-lanes N          lanes per session, 1..64 (default 64)",
+	"  --max-queue-depth N    requests in flight per session, 1..256",
+	"                         (default 256)",
+	"",
 	"export del refuses an export still linked to a port; port del",
 	"removes the port's links.",
 };
@@ -52,7 +58,9 @@ void target_usage(FILE *out)
 		ternadm_prog);
 	fprintf(out, "                 [--allowed-hosts H1,H2]\n");
 	fprintf(out, "       %s target export del NAME\n", ternadm_prog);
-	fprintf(out, "       %s target port add NAME URI\n", ternadm_prog);
+	fprintf(out, "       %s target port add NAME URI [--max-lanes N]\n",
+		ternadm_prog);
+	fprintf(out, "                 [--max-queue-depth N]\n");
 	fprintf(out, "       %s target port del NAME\n", ternadm_prog);
 	fprintf(out, "       %s target link PORT EXPORT\n", ternadm_prog);
 	fprintf(out, "       %s target unlink PORT EXPORT\n", ternadm_prog);
@@ -206,6 +214,8 @@ static int parse_hosts(const char *list, char *out, size_t len)
 enum {
 	OPT_READ_ONLY = 256,
 	OPT_ALLOWED_HOSTS,
+	OPT_MAX_LANES,
+	OPT_MAX_QUEUE_DEPTH,
 };
 
 static const struct option export_add_opts[] = {
@@ -404,31 +414,86 @@ static int export_del(int argc, char **argv)
 	return EXIT_OK;
 }
 
+static const struct option port_add_opts[] = {
+	{ "max-lanes",		required_argument, NULL, OPT_MAX_LANES },
+	{ "max-queue-depth",	required_argument, NULL, OPT_MAX_QUEUE_DEPTH },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* A --max-* value once, in 1..@max, into @out as text; -1 after saying why. */
+static int port_cap(const char *opt, const char *val, u64 max, char *out,
+		    size_t len)
+{
+	u64 v;
+
+	if (out[0]) {
+		ternadm_err("target port add: --%s given twice", opt);
+		return -1;
+	}
+	if (parse_u64(val, 1, max, &v)) {
+		ternadm_err("target port add: bad value '%s' for --%s: expected 1..%llu",
+			    val, opt, (unsigned long long)max);
+		return -1;
+	}
+	snprintf(out, len, "%llu", (unsigned long long)v);
+	return 0;
+}
+
 static int port_add(int argc, char **argv)
 {
+	char num[16], lanes[16] = "", depth[16] = "";
+	const char *why, *name;
 	struct tern_uri u;
-	const char *why;
-	char num[16];
+	int c;
 
-	if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-') {
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", port_add_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_MAX_LANES:
+			if (port_cap("max-lanes", optarg, TERN_WIRE_MAX_LANES,
+				     lanes, sizeof(lanes)))
+				return EXIT_USAGE;
+			break;
+		case OPT_MAX_QUEUE_DEPTH:
+			if (port_cap("max-queue-depth", optarg,
+				     PORT_MAX_QDEPTH, depth, sizeof(depth)))
+				return EXIT_USAGE;
+			break;
+		case '?':
+		default:
+			if (optopt)
+				ternadm_err("target port add: bad option or missing value for '%s'",
+					    argv[optind - 1]);
+			else
+				ternadm_err("target port add: unknown option '%s'",
+					    argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
 		ternadm_err("target port add: expected NAME URI");
 		return EXIT_USAGE;
 	}
-	if (check_name("port", argv[1]))
+	name = argv[optind];
+	if (check_name("port", name))
 		return EXIT_USAGE;
-	why = parse_uri(argv[2], false, &u);
+	why = parse_uri(argv[optind + 1], false, &u);
 	if (why) {
-		ternadm_err("target port add: bad URI '%s': %s", argv[2], why);
+		ternadm_err("target port add: bad URI '%s': %s",
+			    argv[optind + 1], why);
 		return EXIT_USAGE;
 	}
-	if (target_mkdir("port", argv[1]))
+	if (target_mkdir("port", name))
 		return EXIT_FAILED;
 	snprintf(num, sizeof(num), "%u", u.port);
-	if (target_set("port", argv[1], "transport", u.scheme) ||
-	    target_set("port", argv[1], "address", u.address) ||
-	    target_set("port", argv[1], "service", num) ||
-	    target_set("port", argv[1], "enable", "1")) {
-		target_undo("port", argv[1]);
+	if (target_set("port", name, "transport", u.scheme) ||
+	    target_set("port", name, "address", u.address) ||
+	    target_set("port", name, "service", num) ||
+	    (lanes[0] && target_set("port", name, "max_lanes", lanes)) ||
+	    (depth[0] && target_set("port", name, "max_queue_depth", depth)) ||
+	    target_set("port", name, "enable", "1")) {
+		target_undo("port", name);
 		return EXIT_FAILED;
 	}
 	return EXIT_OK;
@@ -604,12 +669,15 @@ static int show_link(const struct link_info *l, void *arg)
 static void show_port(const char *name, bool json, bool first)
 {
 	char tr[16], addr[64], host[72], svc[16], en[8], uri[128];
+	char lanes[16], depth[16];
 	struct show_ctx c = { .json = json };
 	struct json j;
 
 	show_attr("port", name, "transport", tr, sizeof(tr));
 	show_attr("port", name, "address", addr, sizeof(addr));
 	show_attr("port", name, "service", svc, sizeof(svc));
+	show_attr("port", name, "max_lanes", lanes, sizeof(lanes));
+	show_attr("port", name, "max_queue_depth", depth, sizeof(depth));
 	show_attr("port", name, "enable", en, sizeof(en));
 	if (!json) {
 		uri_host(host, sizeof(host), addr[0] ? addr : "-");
@@ -626,6 +694,9 @@ static void show_port(const char *name, bool json, bool first)
 	json_str(&j, "transport", tr);
 	json_str(&j, "address", addr);
 	json_u64(&j, "service", strtoull(svc, NULL, 10));
+	/* 0: no cap of the port's own */
+	json_u64(&j, "max_lanes", strtoull(lanes, NULL, 10));
+	json_u64(&j, "max_queue_depth", strtoull(depth, NULL, 10));
 	json_bool(&j, "enabled", en[0] == '1');
 	json_key(&j, "exports");
 	fputc('[', stdout);

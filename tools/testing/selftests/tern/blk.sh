@@ -90,12 +90,24 @@ configfs_validation() {
 	must_fail "service 0" sh -c "echo 0 > $p/service" || rc=1
 	must_fail "service 65536" sh -c "echo 65536 > $p/service" || rc=1
 	must_fail "enable port without address" sh -c "echo 1 > $p/enable" || rc=1
+	must_fail "max_lanes 65" sh -c "echo 65 > $p/max_lanes" || rc=1
+	must_fail "max_lanes -1" sh -c "echo -1 > $p/max_lanes" || rc=1
+	must_fail "max_queue_depth 257" sh -c "echo 257 > $p/max_queue_depth" || rc=1
+	if [ "$(cat "$p/max_lanes")" != 0 ] ||
+		[ "$(cat "$p/max_queue_depth")" != 0 ]; then
+		echo "port caps: default not 0, or changed by a refused write"
+		rc=1
+	fi
 	must_fail "link a port into exports" ln -s "$CFG/ports/p0" "$p/exports/x" || rc=1
 	must_fail "bad export name" mkdir "$CFG/exports/bad name" || rc=1
 	must_fail "change device_path while enabled" \
 		sh -c "echo /dev/ram1 > $CFG/exports/vol0/device_path" || rc=1
 	must_fail "change address while enabled" \
 		sh -c "echo 127.0.0.2 > $CFG/ports/p0/address" || rc=1
+	must_fail "change max_lanes while enabled" \
+		sh -c "echo 1 > $CFG/ports/p0/max_lanes" || rc=1
+	must_fail "change max_queue_depth while enabled" \
+		sh -c "echo 8 > $CFG/ports/p0/max_queue_depth" || rc=1
 	[ "$(cat "$CFG/exports/vol0/device_path")" = /dev/ram0 ] || rc=1
 	rmdir "$e" "$p" || rc=1
 	return $rc
@@ -111,6 +123,70 @@ check_attrs() {
 		[ "$(cat "$d/address")" = "$ADDR" ] &&
 		[ "$(cat "/sys/block/$1/size")" = $((64 * 2048)) ] &&
 		[ "$(cat "/sys/block/$1/ro")" = 0 ]
+}
+
+# lanes_are DEV N [QD]: DEV negotiated N lanes, has a hardware queue per
+# lane (blk-mq keeps no more than there are CPUs) and, when given, queue
+# depth QD
+lanes_are() {
+	local d=/sys/block/$1 hw ncpu want
+	hw=$(find "$d/mq" -mindepth 1 -maxdepth 1 -type d | wc -l)
+	ncpu=$(nproc --all)
+	want=$(($2 < ncpu ? $2 : ncpu))
+	echo "$1: lanes $(cat "$d/tern/lanes"), $hw hardware queues," \
+		"queue_depth $(cat "$d/tern/queue_depth")"
+	[ "$(cat "$d/tern/lanes")" = "$2" ] && [ "$hw" = "$want" ] &&
+		{ [ -z "$3" ] || [ "$(cat "$d/tern/queue_depth")" = "$3" ]; }
+}
+
+# A port's max_lanes and max_queue_depth cap what its sessions negotiate;
+# without lanes= a device asks for one lane per online CPU.
+port_caps() {
+	local p=$CFG/ports/p1 cpus d rc=0 want
+	cpus=$(nproc)
+	want=$((cpus < 64 ? cpus : 64))
+	d=$(map "$AT,export=vol0") && wait_bdev "$d" || return 1
+	lanes_are "$d" "$want" 128 || { echo "uncapped: want $want lanes"; rc=1; }
+	unmap "$d" || return 1
+
+	mkdir "$p" && echo "$TRANSPORT" > "$p/transport" &&
+		echo "$ADDR" > "$p/address" &&
+		echo $((SVC + 2)) > "$p/service" &&
+		echo 1 > "$p/max_lanes" && echo 16 > "$p/max_queue_depth" &&
+		ln -s "$CFG/exports/vol0" "$p/exports/vol0" &&
+		echo 1 > "$p/enable" || return 1
+	local at="transport=$TRANSPORT,address=$ADDR,service=$((SVC + 2))"
+	if d=$(map "$at,export=vol0,lanes=4,queue_depth=64") && wait_bdev "$d"; then
+		lanes_are "$d" 1 16 || { echo "lanes=4: want the cap, 1"; rc=1; }
+		unmap "$d" || rc=1
+	else
+		rc=1
+	fi
+	if d=$(map "$at,export=vol0") && wait_bdev "$d"; then
+		lanes_are "$d" 1 16 || { echo "default: want the cap, 1"; rc=1; }
+		unmap "$d" || rc=1
+	else
+		rc=1
+	fi
+
+	# a cap of 2 over the CPU count: one lane per CPU, at most 2
+	want=$((cpus < 2 ? cpus : 2))
+	echo 0 > "$p/enable" && echo 2 > "$p/max_lanes" &&
+		echo 0 > "$p/max_queue_depth" && echo 1 > "$p/enable" || rc=1
+	if d=$(map "$at,export=vol0,lanes=4") && wait_bdev "$d"; then
+		lanes_are "$d" 2 128 || { echo "lanes=4: want the cap, 2"; rc=1; }
+		unmap "$d" || rc=1
+	else
+		rc=1
+	fi
+	if d=$(map "$at,export=vol0") && wait_bdev "$d"; then
+		lanes_are "$d" "$want" || { echo "default: want $want"; rc=1; }
+		unmap "$d" || rc=1
+	else
+		rc=1
+	fi
+	echo 0 > "$p/enable" && rm "$p/exports/vol0" && rmdir "$p" || rc=1
+	return $rc
 }
 
 # fio_verify DEV BS IODEPTH SIZE [JOBS]: random writes of BS (a size or
@@ -534,7 +610,7 @@ fi
 # Over rdma the transport-independent checks are not planned.
 ALL=0
 [ "$TRANSPORT" = tcp ] && ALL=1
-ktap_plan $((ALL ? 34 : 31))
+ktap_plan $((ALL ? 35 : 32))
 
 check "modules load (tern_$TRANSPORT, tern_target, tern_blk, brd)" setup_modules
 check "target configured through configfs (4 exports, port p0 on $TRANSPORT://$ADDR:$SVC)" \
@@ -549,6 +625,8 @@ else
 	ktap_fail "map vol0 (brd) over $TRANSPORT"
 fi
 check "sysfs attributes of /dev/$VOL" check_attrs "$VOL"
+check "port max_lanes and max_queue_depth cap lanes, hardware queues, depth" \
+	port_caps
 check "fio crc32c verify, 4K QD1" fio_verify "$VOL" 4k 1 2M
 check "fio crc32c verify, 4K QD16" fio_verify "$VOL" 4k 16 4M
 check "fio crc32c verify, 4K QD64, 4 jobs on disjoint slices" \

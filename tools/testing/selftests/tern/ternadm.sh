@@ -48,6 +48,7 @@ setup_target() {
 	assert p[0]["name"] == "p0" and p[0]["enabled"], p
 	assert p[0]["transport"] == "tcp" and p[0]["address"] == "127.0.0.1", p
 	assert p[0]["service"] == 7447 and p[0]["exports"] == ["vol0"], p
+	assert p[0]["max_lanes"] == 0 and p[0]["max_queue_depth"] == 0, p
 	EOF
 }
 
@@ -95,6 +96,27 @@ list_shows() {
 	for k, v in want.items():
 	    assert d.get(k) == v, (k, d.get(k), v)
 	EOF
+}
+
+# --max-lanes and --max-queue-depth cap what a mapping negotiates
+port_caps() {
+	local d rc=0 l q
+	adm target port add p2 "tcp://$ADDR:7449" --max-lanes 1 \
+		--max-queue-depth 16 && adm target link p2 vol0 || return 1
+	[ "$(cat "$CFG/ports/p2/max_lanes")" = 1 ] &&
+		[ "$(cat "$CFG/ports/p2/max_queue_depth")" = 16 ] || rc=1
+	adm target show --json | grep -q '"max_lanes":1' || rc=1
+	if d=$(adm map "tcp://$ADDR:7449/vol0" --lanes 4 --host adm-host); then
+		l=$(cat "/sys/block/${d#/dev/}/tern/lanes")
+		q=$(cat "/sys/block/${d#/dev/}/tern/queue_depth")
+		echo "$d: lanes $l, queue_depth $q"
+		[ "$l" = 1 ] && [ "$q" = 16 ] || rc=1
+		adm unmap "$d" || rc=1
+	else
+		rc=1
+	fi
+	adm target port del p2 || rc=1
+	return $rc
 }
 
 # IPv6 in brackets, on both sides; a read-only mapping
@@ -200,6 +222,11 @@ bad_usage() {
 	target export add vol1 $BACK --writable
 	target port add p1 tcp://$ADDR/vol0
 	target port add p1 $ADDR
+	target port add p1 tcp://$ADDR:7448 --max-lanes 0
+	target port add p1 tcp://$ADDR:7448 --max-lanes 65
+	target port add p1 tcp://$ADDR:7448 --max-queue-depth 257
+	target port add p1 tcp://$ADDR:7448 --max-lanes 2 --max-lanes 2
+	target port add p1 tcp://$ADDR:7448 --max-lanes
 	target port del
 	target link p0
 	target frobnicate
@@ -245,7 +272,7 @@ unload() {
 	blk_unload brd
 }
 
-ktap_plan 12
+ktap_plan 13
 
 ktap_check "modules load (tern_tcp, tern_target, tern_blk, brd)" setup_modules
 ktap_check "ternadm target: export vol0 on $BACK, port p0, link" setup_target
@@ -260,6 +287,8 @@ if ip -6 addr show dev lo 2>/dev/null | grep -q "inet6 ::1/"; then
 else
 	ktap_skip "IPv6 URIs: no ::1 in the guest"
 fi
+ktap_check "target port add --max-lanes 1 --max-queue-depth 16 caps a map" \
+	port_caps
 ktap_check "bad command lines exit 2 and change nothing" bad_usage
 ktap_check "refused operations exit 1 and leave nothing half made" op_failures
 ktap_check "unmap refuses $DEV mounted or open, unmaps it after" unmap_busy
