@@ -189,6 +189,16 @@ port_caps() {
 	return $rc
 }
 
+# stable_writes CRC_DEV PLAIN_DEV: pages under a data crc must not change
+# in flight, so only the crc=1 device asks for stable writes
+stable_writes() {
+	local a b
+	a=$(cat "/sys/block/$1/queue/stable_writes")
+	b=$(cat "/sys/block/$2/queue/stable_writes")
+	echo "$1 (crc=1): $a, $2 (crc=0): $b"
+	[ "$a" = 1 ] && [ "$b" = 0 ]
+}
+
 # fio_verify DEV BS IODEPTH SIZE [JOBS]: random writes of BS (a size or
 # a range, 4k-1m), then every block read back and its crc32c checked; a
 # mismatch ends fio with an error. JOBS jobs share SIZE, each on its own
@@ -610,7 +620,7 @@ fi
 # Over rdma the transport-independent checks are not planned.
 ALL=0
 [ "$TRANSPORT" = tcp ] && ALL=1
-ktap_plan $((ALL ? 35 : 32))
+ktap_plan $((ALL ? 36 : 33))
 
 check "modules load (tern_$TRANSPORT, tern_target, tern_blk, brd)" setup_modules
 check "target configured through configfs (4 exports, port p0 on $TRANSPORT://$ADDR:$SVC)" \
@@ -651,6 +661,8 @@ if [ -n "$FD" ] && wait_bdev "$FD"; then
 else
 	ktap_fail "map file0 (file, crc=1)"
 fi
+check "queue/stable_writes is 1 on /dev/$FD (crc=1), 0 on /dev/$VOL" \
+	stable_writes "$FD" "$VOL"
 check "ext4: mkfs, write, sync, remount, checksums equal, fsck" \
 	ext4_roundtrip "$FD"
 check "discard on a file export punches a hole; the target counts it" \
