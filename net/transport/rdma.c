@@ -258,6 +258,7 @@ struct tern_rdma_counters {
 	u64		unsignaled_sends;	/* SENDs without a completion */
 	u64		injected_bad_rkeys;
 	u64		injected_bad_lens;
+	u64		qp_fatal_events;	/* fatal QP async events */
 };
 
 static DEFINE_PER_CPU(struct tern_rdma_counters, tern_rdma_stats);
@@ -293,6 +294,8 @@ struct tern_rdma_lane {
 	bool			ready;		/* io_work may run */
 	bool			stopped;	/* shutdown started */
 	int			early_err;	/* cm error before ready */
+	/* a fatal QP event, reported from process context */
+	struct work_struct	qp_err_work;
 
 	/* connect: the event handler reports the outcome of each step */
 	struct completion	cm_done;
@@ -1764,6 +1767,64 @@ fail:
 	return NULL;
 }
 
+/*
+ * A fatal QP event, in process context: the lane's lock may be taken
+ * here, not in the event handler. A live lane fails at once, one not yet
+ * live when tern_rdma_lane_go() makes it so, as for cm errors.
+ */
+static void tern_rdma_qp_err_work(struct work_struct *work)
+{
+	struct tern_rdma_lane *tl = container_of(work, struct tern_rdma_lane,
+						 qp_err_work);
+	bool report = false;
+
+	spin_lock_bh(&tl->lock);
+	if (tl->ready)
+		report = !tl->stopped;
+	else if (!tl->early_err)
+		tl->early_err = -EIO;
+	spin_unlock_bh(&tl->lock);
+	if (report)
+		tern_lane_error(tl->lane, -EIO);
+}
+
+/*
+ * QP async events. Drivers may call this in atomic context, even from
+ * hard interrupts (an event queue's handler), where tl->lock, a _bh lock,
+ * must not be taken: fatal events are handed to qp_err_work. Its queue
+ * entries also complete as flushed, but not necessarily soon, and the
+ * event says why.
+ */
+static void tern_rdma_qp_event(struct ib_event *ev, void *context)
+{
+	struct tern_rdma_lane *tl = context;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+		/*
+		 * Data arrived before the RTU, which may be lost: tell the CM
+		 * the connection is up, as nvmet-rdma and iser do, or the
+		 * passive side times out a working connection.
+		 */
+		rdma_notify(tl->cm_id, ev->event);
+		break;
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+	case IB_EVENT_PATH_MIG_ERR:
+		TERN_RDMA_STAT(qp_fatal_events, 1);
+		pr_warn_ratelimited("%s: QP event %s (%d)\n",
+				    tern_lane_name(tl->lane),
+				    ib_event_msg(ev->event), ev->event);
+		queue_work(tern_rdma_wq, &tl->qp_err_work);
+		break;
+	default:
+		pr_debug("%s: QP event %s (%d)\n", tern_lane_name(tl->lane),
+			 ib_event_msg(ev->event), ev->event);
+		break;
+	}
+}
+
 static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 {
 	struct tern_rdma_lane *tl;
@@ -1782,6 +1843,7 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 	INIT_LIST_HEAD(&tl->pull_wait);
 	tl->err_cqe.done = tern_rdma_err_done;
 	INIT_WORK(&tl->io_work, tern_rdma_io_work);
+	INIT_WORK(&tl->qp_err_work, tern_rdma_qp_err_work);
 	init_completion(&tl->cm_done);
 	tl->rx_state = TERN_RDMA_RX_HDR;
 	tl->buf_size = clamp(READ_ONCE(buf_size), TERN_RDMA_MIN_BUF,
@@ -1830,7 +1892,8 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 		goto out_pd;
 	}
 
-	attr.event_handler = NULL;
+	attr.event_handler = tern_rdma_qp_event;
+	attr.qp_context = tl;
 	attr.send_cq = tl->cq;
 	attr.recv_cq = tl->cq;
 	/* rdma_rw adds one WR per context to max_send_wr */
@@ -1923,6 +1986,8 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 		rdma_destroy_qp(tl->cm_id);
 		tl->qp_created = false;
 	}
+	/* no QP, no more events: a fatal one may still be reported */
+	cancel_work_sync(&tl->qp_err_work);
 	INIT_LIST_HEAD(&tl->op_done);
 	INIT_LIST_HEAD(&tl->regs);
 	INIT_LIST_HEAD(&tl->pull_wait);
@@ -2469,6 +2534,7 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		TERN_RDMA_COUNTER(unsignaled_sends),
 		TERN_RDMA_COUNTER(injected_bad_rkeys),
 		TERN_RDMA_COUNTER(injected_bad_lens),
+		TERN_RDMA_COUNTER(qp_fatal_events),
 	};
 #undef TERN_RDMA_COUNTER
 	const u8 *counters;
