@@ -293,7 +293,7 @@ struct tern_rdma_lane {
 	bool			tx_stalled;	/* io_work waits for the SQ */
 	bool			ready;		/* io_work may run */
 	bool			stopped;	/* shutdown started */
-	int			early_err;	/* cm error before ready */
+	int			early_err;	/* error before ready */
 	/* a fatal QP event, reported from process context */
 	struct work_struct	qp_err_work;
 
@@ -363,12 +363,19 @@ struct tern_rdma_listener {
 	struct delayed_work	relisten;
 };
 
+/*
+ * Fail the lane from a completion or a work item: at once when it is
+ * live, else when tern_rdma_lane_go() makes it so.
+ */
 static void tern_rdma_lane_fail(struct tern_rdma_lane *tl, int err)
 {
-	bool report;
+	bool report = false;
 
 	spin_lock_bh(&tl->lock);
-	report = tl->ready && !tl->stopped;
+	if (tl->ready)
+		report = !tl->stopped;
+	else if (!tl->early_err)
+		tl->early_err = err;
 	spin_unlock_bh(&tl->lock);
 	if (report)
 		tern_lane_error(tl->lane, err);
@@ -401,14 +408,42 @@ static void tern_rdma_kick_tl(struct tern_rdma_lane *tl)
 
 static void tern_rdma_wake(struct tern_rdma_lane *tl);
 
+static __printf(2, 3)
+int tern_rdma_proto_err(struct tern_rdma_lane *tl, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	pr_warn_ratelimited("%s: protocol error: %pV\n",
+			    tern_lane_name(tl->lane), &vaf);
+	va_end(args);
+	return -EPROTO;
+}
+
 static void tern_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct tern_rdma_buf *buf = container_of(wc->wr_cqe,
 						 struct tern_rdma_buf, cqe);
 	struct tern_rdma_lane *tl = buf->tl;
+	int err;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		tern_rdma_wc_error(tl, wc, "receive");
+		return;
+	}
+	/*
+	 * The peer only SENDs to us, never with immediate data: anything
+	 * else (a RECV_RDMA_WITH_IMM, a SEND_WITH_IMM) is not our protocol,
+	 * and the buffer is not reposted.
+	 */
+	if (unlikely(wc->opcode != IB_WC_RECV ||
+		     (wc->wc_flags & IB_WC_WITH_IMM))) {
+		err = tern_rdma_proto_err(tl, "receive completion opcode %d flags 0x%x",
+					  wc->opcode, wc->wc_flags);
+		tern_rdma_lane_fail(tl, err);
 		return;
 	}
 	buf->len = wc->byte_len;
@@ -482,21 +517,6 @@ static int tern_rdma_post_recv(struct tern_rdma_lane *tl,
 	ib_dma_sync_single_for_device(tl->dev, buf->dma, tl->buf_size,
 				      DMA_FROM_DEVICE);
 	return ib_post_recv(tl->cm_id->qp, &wr, NULL);
-}
-
-static __printf(2, 3)
-int tern_rdma_proto_err(struct tern_rdma_lane *tl, const char *fmt, ...)
-{
-	struct va_format vaf;
-	va_list args;
-
-	va_start(args, fmt);
-	vaf.fmt = fmt;
-	vaf.va = &args;
-	pr_warn_ratelimited("%s: protocol error: %pV\n",
-			    tern_lane_name(tl->lane), &vaf);
-	va_end(args);
-	return -EPROTO;
 }
 
 static void tern_rdma_err_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -1769,23 +1789,12 @@ fail:
 
 /*
  * A fatal QP event, in process context: the lane's lock may be taken
- * here, not in the event handler. A live lane fails at once, one not yet
- * live when tern_rdma_lane_go() makes it so, as for cm errors.
+ * here, not in the event handler.
  */
 static void tern_rdma_qp_err_work(struct work_struct *work)
 {
-	struct tern_rdma_lane *tl = container_of(work, struct tern_rdma_lane,
-						 qp_err_work);
-	bool report = false;
-
-	spin_lock_bh(&tl->lock);
-	if (tl->ready)
-		report = !tl->stopped;
-	else if (!tl->early_err)
-		tl->early_err = -EIO;
-	spin_unlock_bh(&tl->lock);
-	if (report)
-		tern_lane_error(tl->lane, -EIO);
+	tern_rdma_lane_fail(container_of(work, struct tern_rdma_lane,
+					 qp_err_work), -EIO);
 }
 
 /*
@@ -2047,24 +2056,36 @@ static int tern_rdma_take_priv(struct tern_rdma_lane *tl, const void *data,
 	return 0;
 }
 
+/*
+ * RDMA READ depths. Only the responder, the accepting side, issues READs
+ * (request data from the requester's MRs); both sides offer both depths
+ * anyway. Connection event parameters are from our side's view, the CM
+ * swaps them: on a connect request @peer->initiator_depth is how many
+ * READs the peer serves for us, @peer->responder_resources how many it
+ * issues to us; on ESTABLISHED alike.
+ */
+static u32 tern_rdma_init_depth(struct ib_device *dev,
+				const struct rdma_conn_param *peer)
+{
+	u32 init = min_t(u32, dev->attrs.max_qp_init_rd_atom, 16);
+
+	return peer ? min_t(u32, init, peer->initiator_depth) : init;
+}
+
 static void tern_rdma_conn_param(struct tern_rdma_lane *tl,
 				 struct rdma_conn_param *param,
 				 const struct tern_rdma_cm_priv *priv,
 				 const struct rdma_conn_param *peer)
 {
 	u32 resp = min_t(u32, tl->dev->attrs.max_qp_rd_atom, 16);
-	u32 init = min_t(u32, tl->dev->attrs.max_qp_init_rd_atom, 16);
 
 	memset(param, 0, sizeof(*param));
 	param->private_data = priv;
 	param->private_data_len = sizeof(*priv);
-	/* RDMA READs in both directions: the peer reads our buffers */
-	if (peer) {
-		resp = min_t(u32, resp, peer->initiator_depth);
-		init = min_t(u32, init, peer->responder_resources);
-	}
+	if (peer)
+		resp = min_t(u32, resp, peer->responder_resources);
 	param->responder_resources = resp;
-	param->initiator_depth = init;
+	param->initiator_depth = tern_rdma_init_depth(tl->dev, peer);
 	param->flow_control = 1;
 	param->retry_count = 7;
 	/* Credits guarantee a posted buffer: an RNR NAK is a bug. */
@@ -2111,6 +2132,17 @@ static int tern_rdma_lane_event(struct tern_rdma_lane *tl,
 			return 0;
 		err = tern_rdma_take_priv(tl, ev->param.conn.private_data,
 					  ev->param.conn.private_data_len);
+		/*
+		 * The peer READs the data of our zero-copy requests: with no
+		 * responder resources granted every such READ would fail
+		 * and the lane reconnect forever. Fail the connect clearly
+		 * instead; without an MR pool we never send descriptors.
+		 */
+		if (!err && tl->mr_pool && !ev->param.conn.responder_resources) {
+			pr_warn_ratelimited("%s: peer issues no RDMA READs, zero-copy requests impossible\n",
+					    tern_lane_name(tl->lane));
+			err = -EPROTO;
+		}
 		tern_rdma_step_done(tl, err);
 		return 0;
 	case RDMA_CM_EVENT_REJECTED:
@@ -2262,6 +2294,19 @@ static int tern_rdma_accept(struct tern_rdma_listener *tll,
 	int err;
 
 	memcpy(&peer, &id->route.addr.dst_addr, sizeof(peer));
+
+	/*
+	 * We READ the data of the peer's zero-copy requests. A tern peer
+	 * always grants READs; one that grants none would see each such
+	 * request fail with a remote access error and reconnect forever,
+	 * so refuse it now, with a reason, rather than clamp to nothing.
+	 */
+	if (!tern_rdma_init_depth(id->device, &ev->param.conn)) {
+		pr_warn_ratelimited("connect request from %pISpc: no RDMA READ depth (peer %u, device %u)\n",
+				    &peer, ev->param.conn.initiator_depth,
+				    id->device->attrs.max_qp_init_rd_atom);
+		goto reject;
+	}
 
 	tl = tern_rdma_lane_alloc();
 	if (!tl)
