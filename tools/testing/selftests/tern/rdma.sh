@@ -30,6 +30,9 @@
 #    inline data, all verified;
 #  - small rings (send_depth=8 recv_depth=8) at depth 32: senders stall
 #    on buffers and credits, unsignaled SENDs are reaped, all verified;
+#  - in the two runs above, in the TCP+RDMA and in the mixed replies
+#    runs: no reconnect, no protocol error and, where soft-RoCE counts
+#    them, no RNR NAK (no RNR retry storm behind a passing run);
 #  - inline data above tern_rdma.inline_copy_max goes into SENDs from its
 #    own pages: counted at 4k (4096 bytes per frame), not at 1k or with
 #    the limit raised, all verified;
@@ -164,7 +167,7 @@ fio_half() {
 
 # A client per transport on one export, at once; halves cross-checked.
 both_transports() {
-	local r t rc=0 pr pt k d
+	local r t rc=0 pr pt
 	r=$(blk_map "transport=rdma,address=$ADDR0,service=$BLK_PORT,export=rvol0,lanes=2,queue_depth=32") ||
 		return 1
 	# no lanes= here: the default is a lane per online CPU
@@ -186,11 +189,7 @@ both_transports() {
 		rc=1
 	# mixed sizes: replies to inline and to zero-copy requests share
 	# SENDs, and none of that may look like a protocol error
-	for k in core_proto_errors core_reconnects; do
-		d=$(zc_delta $k)
-		echo "$k +$d"
-		[ "$d" = 0 ] || rc=1
-	done
+	zc_quiet || rc=1
 	# what one transport wrote, the other reads, and so does ram0
 	dd if="/dev/$r" of="$BLK_WORK/r" bs=1M count=64 iflag=direct status=none &&
 		dd if="/dev/$t" of="$BLK_WORK/t" bs=1M count=64 iflag=direct status=none &&
@@ -209,7 +208,7 @@ both_transports() {
 # ends it. Once taken for the earlier inline reply's: "buffer not ours",
 # a protocol error and a reconnect every few hundred I/Os.
 mixed_replies() {
-	local d rc=0 k v
+	local d rc=0 v
 	d=$(blk_map "transport=rdma,address=$ADDR0,service=$BLK_PORT,export=rvol0,lanes=1,queue_depth=64") ||
 		return 1
 	zc_snap
@@ -221,11 +220,7 @@ mixed_replies() {
 		--output=/dev/null || rc=1
 	wait $v || rc=1
 	zc_moved remote_invalidates rdma_writes rdma_reads || rc=1
-	for k in core_proto_errors core_reconnects; do
-		v=$(zc_delta $k)
-		echo "$k +$v"
-		[ "$v" = 0 ] || rc=1
-	done
+	zc_quiet || rc=1
 	unmap "$d" || rc=1
 	return $rc
 }
@@ -310,8 +305,23 @@ zc_stat() {
 	awk -v k="$1" '$1 == k { print $2 }' "$ZC_STATS"
 }
 
+# Soft-RoCE's counters of RNR NAKs sent and received, and of QPs that
+# gave up after them (rdma_rxe hw_counters, where the kernel has them).
+RXE_RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
 
-# zc_snap: remember every tern_rdma counter and the core's totals
+# rxe_counter NAME: hw counter NAME summed over every port of every RDMA
+# device; empty when no device has it
+rxe_counter() {
+	local f sum=
+	for f in /sys/class/infiniband/*/ports/*/hw_counters/"$1"; do
+		[ -r "$f" ] || continue
+		sum=$((${sum:-0} + $(cat "$f")))
+	done
+	echo "$sum"
+}
+
+# zc_snap: remember every tern_rdma counter, the core's totals and the
+# soft-RoCE RNR counters that exist
 zc_snap() {
 	local k v
 	zc_base=()
@@ -322,16 +332,39 @@ zc_snap() {
 		submitter_sends; do
 		zc_base[core_$k]=$(total_of $k)
 	done
+	for k in $RXE_RNR_COUNTERS; do
+		v=$(rxe_counter $k)
+		[ -n "$v" ] && zc_base[hw_$k]=$v
+	done
 }
 
-# zc_delta NAME: growth of a counter since zc_snap (core_NAME: the core's)
+# zc_delta NAME: growth of a counter since zc_snap (core_NAME: the core's,
+# hw_NAME: soft-RoCE's)
 zc_delta() {
 	local now
 	case $1 in
 	core_*) now=$(total_of "${1#core_}") ;;
+	hw_*) now=$(rxe_counter "${1#hw_}") ;;
 	*) now=$(zc_stat "$1") ;;
 	esac
 	echo $((${now:-0} - ${zc_base[$1]:-0}))
+}
+
+# zc_quiet: since zc_snap no lane reconnected, no protocol error, and no
+# RNR NAK on soft-RoCE (the counters it has). Credits keep every SEND
+# to a posted buffer and rnr_retry_count is 0, so a missing buffer would
+# be an RNR NAK, a QP error and a reconnect, never a silent retry storm.
+zc_quiet() {
+	local k d bad=0 names="core_proto_errors core_reconnects"
+	for k in $RXE_RNR_COUNTERS; do
+		[ -n "${zc_base[hw_$k]:-}" ] && names="$names hw_$k"
+	done
+	for k in $names; do
+		d=$(zc_delta $k)
+		echo "$k +$d"
+		[ "$d" = 0 ] || bad=1
+	done
+	return $bad
 }
 
 # zc_moved NAME...: every named counter grew since zc_snap
@@ -419,6 +452,7 @@ zc_few_mrs() {
 	regs=$(zc_delta registrations) zc=$(zc_delta zc_requests)
 	echo "registrations +$regs for $zc zero-copy requests"
 	[ "$regs" -ge $((4 * zc)) ] || { echo "fewer than 4 MRs per request"; bad=1; }
+	zc_quiet || bad=1
 	zc_reload || bad=1
 	return $bad
 }
@@ -466,6 +500,7 @@ zc_small_rings() {
 		zc_verified "$s" --time 5 --depth 32 --lanes 2 || bad=1
 	done
 	zc_moved unsignaled_sends credit_stalls || bad=1
+	zc_quiet || bad=1
 	zc_reload || bad=1
 	return $bad
 }
@@ -492,9 +527,9 @@ ktap_check "zero-copy, 1 in ${ZC_EVERY:-40} requests with a bad rkey: remote acc
 	zc_inject inject_bad_rkey_every injected_bad_rkeys
 ktap_check "zero-copy, 1 in ${ZC_EVERY:-40} requests with a bad descriptor length: protocol errors, lanes reconnect, resent, verified, no error" \
 	zc_inject inject_bad_len_every injected_bad_lens core_proto_errors
-ktap_check "zero-copy with 6 MRs of 4 pages per lane: several MRs per request, inline fallback when out of MRs or descriptors, verified" \
+ktap_check "zero-copy with 6 MRs of 4 pages per lane: several MRs per request, inline fallback when out of MRs or descriptors, verified, no reconnect or RNR" \
 	zc_few_mrs
-ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by later signaled ones, credit stalls, verified" \
+ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by later signaled ones, credit stalls, verified, no reconnect or RNR" \
 	zc_small_rings
 ktap_check "inline data above inline_copy_max sent from its pages: 4k yes (4096 bytes each), 1k and inline_copy_max=65536 no, verified" \
 	zc_inline_refs
