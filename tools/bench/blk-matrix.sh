@@ -25,6 +25,9 @@
 #                           hottest symbols with their share and CPU
 #                           microseconds per I/O ("BLK-PROFILE ");
 #                           diagnostic, never mixed into the samples
+#   BENCH_PARAMS            tern module parameters to set before mapping,
+#                           "MODULE.PARAM=VALUE ...", for A/B runs
+#                           (e.g. "tern_tcp.direct_send=0") []
 set -euo pipefail
 
 src=${TERN_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -131,16 +134,32 @@ tern_map() {
 	path[tern-$t]=$dev
 }
 
+# BENCH_PARAMS: MODULE.PARAM=VALUE words, written to sysfs.
+set_params() {
+	local p mod val
+	for p in ${BENCH_PARAMS:-}; do
+		mod=${p%%.*}
+		val=${p#*=}
+		p=${p#*.}
+		p=${p%%=*}
+		echo "$val" > "/sys/module/$mod/parameters/$p"
+		echo "bench: $mod.$p=$(cat "/sys/module/$mod/parameters/$p")" >&2
+	done
+}
+
 setup_tern() {
 	modprobe tern_tcp
 	modprobe tern_target
 	modprobe tern_blk
+	if wanted tern-rdma; then
+		modprobe tern_rdma
+	fi
+	set_params
 	"$ternadm" target export add bench /dev/nullb0
 	if wanted tern-tcp; then
 		tern_map tcp 127.0.0.1
 	fi
 	if wanted tern-rdma; then
-		modprobe tern_rdma
 		tern_map rdma "$(rdma_addr)"
 	fi
 }
