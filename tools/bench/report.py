@@ -44,7 +44,7 @@ BLK_FIGURES = [
     ("pkts_per_io", "pkts/IO", "{:.2f}"),
 ]
 
-# Ratio columns: tern over nvme on the same transport, medians.
+# Ratio columns: tern over nvme on the same transport, paired by round.
 RATIOS = [("iops", "x IOPS"), ("lat_mean_us", "x mean"),
           ("lat_p99_us", "x p99"), ("cpu_us_per_io", "x CPU")]
 PAIRS = [("tcp", "tern-tcp", "nvme-tcp"), ("rdma", "tern-rdma", "nvme-rdma")]
@@ -235,8 +235,23 @@ def blk_summarise(samples):
     return rows
 
 
-def blk_ratios(rows):
-    """tern/nvme per workload and transport, from the medians."""
+def paired_ratios(samples, wl, tern, nvme, f):
+    """tern/nvme of figure @f round by round: within a round the two
+    devices run back to back, so a slow drift of the host's speed
+    between rounds cancels out of each ratio."""
+    def by_round(dev):
+        return {s["round"]: s.get(f) for s in samples
+                if s.get("ok") and s["workload"] == wl and
+                s["device"] == dev and "round" in s}
+    a, b = by_round(tern), by_round(nvme)
+    return spread([a[r] / b[r] for r in sorted(a)
+                   if r in b and a[r] is not None and b[r]])
+
+
+def blk_ratios(rows, samples):
+    """tern/nvme per workload and transport: the median of the ratios of
+    the rounds (paired_ratios()), with their min..max; the ratio of the
+    two cells' medians where no round has both."""
     by = {(r["workload"], r["device"]): r for r in rows}
     out = []
     for wl in sorted({r["workload"] for r in rows},
@@ -245,9 +260,13 @@ def blk_ratios(rows):
             a, b = by.get((wl, tern)), by.get((wl, nvme))
             if not a or not b:
                 continue
-            ratio = {"workload": wl, "transport": transport}
+            ratio = {"workload": wl, "transport": transport, "spread": {}}
             for f, _ in RATIOS:
-                if a[f] and b[f] and b[f]["median"]:
+                pr = paired_ratios(samples, wl, tern, nvme, f)
+                ratio["spread"][f] = pr
+                if pr:
+                    ratio[f] = pr["median"]
+                elif a[f] and b[f] and b[f]["median"]:
                     ratio[f] = a[f]["median"] / b[f]["median"]
                 else:
                     ratio[f] = None
@@ -305,8 +324,11 @@ def ratio_body(ratios):
     body = []
     for r in ratios:
         met = {True: "yes", False: "no", None: "?"}[r["met"]]
-        body.append([r["workload"], r["transport"]] +
-                    [ratio_text(r[f]) for f, _ in RATIOS] +
+        cols = []
+        for f, _ in RATIOS:
+            pr = r.get("spread", {}).get(f)
+            cols.append(cell(pr, "{:.2f}") if pr else ratio_text(r[f]))
+        body.append([r["workload"], r["transport"]] + cols +
                     [r["target"], met])
     return body
 
@@ -353,8 +375,9 @@ def blk_rst(rows, ratios, devices, samples, cpu, rev):
             " vCPUs, no debug options; " + str(len(samples)) + " fio runs "
             "in " + str(rounds) + " rounds of about %.0f s each" % runtime +
             "; each cell is the median (min..max) over the rounds; the "
-            "x columns are tern over nvme on the same transport, from the "
-            "medians (lower is better for latency and CPU).\n\n")
+            "x columns are tern over nvme on the same transport, the "
+            "median of the rounds' ratios (lower is better for latency "
+            "and CPU); the last table adds their min..max.\n\n")
     if devices:
         text += "Devices as the runs saw them:\n\n"
         text += rst_table(DEV_HEAD, dev_body(devices)) + "\n"
@@ -516,7 +539,7 @@ def main():
                 f.write(json.dumps(smp, separators=(",", ":")) + "\n")
         devices = load(a.blk_devices)
         rows = blk_summarise(blk)
-        ratios = blk_ratios(rows)
+        ratios = blk_ratios(rows, blk)
         charts = gnuplot_charts(rows, a.out)
         with open(os.path.join(a.out, "blk.json"), "w") as f:
             json.dump({"commit": rev, "host_cpu": cpu, "devices": devices,
