@@ -11,7 +11,9 @@
  *
  * Failures ride the messenger: while a session reconnects its requests
  * wait in the messenger and are resent, so the block timeout only re-arms;
- * past the loss timeout the messenger fails them and so do we (EIO).
+ * past the loss timeout the messenger fails them and so do we (EIO). A
+ * request the target does not answer over a live session is given
+ * max_timeouts expiries of its timer, then cancelled (BLK_STS_TIMEOUT).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -28,6 +30,8 @@ struct tern_blk_cmd {
 	struct tern_blk_req	front;
 	blk_status_t		status;
 	bool			stale;	/* requeue once the device is bound again */
+	bool			expired; /* cancelled by tern_blk_timeout() */
+	unsigned int		timeouts; /* timer expiries while live */
 	unsigned int		nr_bvec;
 	struct bio_vec		*bvec;
 	struct bio_vec		inline_bvec[TERN_BLK_INLINE_BVECS];
@@ -39,6 +43,11 @@ static DEFINE_MUTEX(tern_blk_mutex);	/* tern_blk_devs */
 static LIST_HEAD(tern_blk_devs);
 static struct tern_endpoint *tern_blk_ep;
 static struct workqueue_struct *tern_blk_wq;
+
+static unsigned int max_timeouts = 4;
+module_param(max_timeouts, uint, 0644);
+MODULE_PARM_DESC(max_timeouts,
+		 "Fail a request unanswered over a live session after this many expiries of its timeout (queue/io_timeout); 0 = never (default 4)");
 
 /* How long a failed rebind makes -ESTALE an I/O error, not a retry. */
 #define TERN_BLK_REBIND_BACKOFF	(5 * HZ)
@@ -85,7 +94,9 @@ static void tern_blk_req_done(struct tern_request *treq)
 	struct tern_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	blk_status_t sts = BLK_STS_OK;
 
-	if (treq->status) {
+	if (treq->status == -ECANCELED && READ_ONCE(cmd->expired)) {
+		sts = BLK_STS_TIMEOUT;
+	} else if (treq->status) {
 		sts = BLK_STS_IOERR;
 	} else if (treq->reply_status == -ESTALE &&
 		   tern_blk_stale(rq->q->queuedata, cmd)) {
@@ -175,6 +186,8 @@ static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->bvec = NULL;
 	cmd->status = BLK_STS_OK;
 	cmd->stale = false;
+	cmd->expired = false;
+	cmd->timeouts = 0;
 
 	switch (req_op(rq)) {
 	case REQ_OP_READ:
@@ -237,15 +250,38 @@ static enum blk_eh_timer_return tern_blk_timeout(struct request *rq)
 	struct tern_blk_dev *dev = rq->q->queuedata;
 	struct tern_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	int state = atomic_read(&dev->state);
+	unsigned int max = READ_ONCE(max_timeouts);
 
 	/*
 	 * The messenger resends across reconnects and fails what is still
-	 * pending at the loss timeout; only a failed session is given up
-	 * here.
+	 * pending at the loss timeout: a reconnecting session only re-arms.
+	 * A failed session is given up at once. Over a live session the
+	 * target may be stuck (a stalled backing device, a lost reply):
+	 * after max_timeouts expiries cancel the request, as nvme aborts
+	 * one. done() then completes it with BLK_STS_TIMEOUT; if it is
+	 * already completing, or its reply is arriving, that completion
+	 * wins and the timer re-arms meanwhile.
 	 */
 	if (state == TERN_BLK_FAILED || state == TERN_BLK_DELETING) {
 		if (!tern_cancel(&cmd->treq))
 			return BLK_EH_DONE;
+		return BLK_EH_RESET_TIMER;
+	}
+	if (state != TERN_BLK_LIVE || !max)
+		return BLK_EH_RESET_TIMER;
+	if (cmd->timeouts < max)
+		cmd->timeouts++;
+	if (cmd->timeouts < max) {
+		pr_warn_ratelimited("%s: request %llu unanswered after %u timeouts of %u ms\n",
+				    dev->name, cmd->treq.tid, cmd->timeouts,
+				    jiffies_to_msecs(rq->q->rq_timeout));
+		return BLK_EH_RESET_TIMER;
+	}
+	WRITE_ONCE(cmd->expired, true);
+	if (!tern_cancel(&cmd->treq)) {
+		pr_warn_ratelimited("%s: request %llu failed: no answer after %u timeouts\n",
+				    dev->name, cmd->treq.tid, max);
+		return BLK_EH_DONE;
 	}
 	return BLK_EH_RESET_TIMER;
 }

@@ -137,6 +137,7 @@ struct tern_tgt_io {
 	bool			tracked;
 	struct tern_tgt_io	*dup;		/* resent copies awaiting us */
 	struct work_struct	work;
+	struct delayed_work	stall_work;	/* inject_stall_ms */
 	unsigned int		nr_bvec;
 	struct bio_vec		bvec[] __counted_by(nr_bvec);
 };

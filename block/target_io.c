@@ -14,10 +14,16 @@
 #include <linux/bio.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <linux/moduleparam.h>
 #include <linux/namei.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include "target.h"
+
+static unsigned int inject_stall_ms;
+module_param(inject_stall_ms, uint, 0644);
+MODULE_PARM_DESC(inject_stall_ms,
+		 "Hold every I/O request this many ms before it reaches the backend (0 = off; testing only)");
 
 struct tern_tgt_io *tern_tgt_io_alloc(u32 len, gfp_t gfp)
 {
@@ -352,10 +358,30 @@ static void tern_tgt_io_work(struct work_struct *work)
 	tern_tgt_io_complete(io, err);
 }
 
+static void tern_tgt_io_start(struct tern_tgt_io *io)
+{
+	bool rw = io->op == TERN_BLK_OP_READ || io->op == TERN_BLK_OP_WRITE;
+
+	if (io->exp->bdev && rw) {
+		tern_tgt_bdev_rw(io);
+		return;
+	}
+	INIT_WORK(&io->work, tern_tgt_io_work);
+	queue_work(tern_tgt_wq, &io->work);
+}
+
+static void tern_tgt_stall_work(struct work_struct *work)
+{
+	struct tern_tgt_io *io = container_of(to_delayed_work(work),
+					      struct tern_tgt_io, stall_work);
+
+	tern_tgt_io_start(io);
+}
+
 /* Start a validated request; io->exp holds an I/O reference. */
 void tern_tgt_io_submit(struct tern_tgt_io *io)
 {
-	bool rw = io->op == TERN_BLK_OP_READ || io->op == TERN_BLK_OP_WRITE;
+	unsigned int stall = READ_ONCE(inject_stall_ms);
 
 	switch (io->op) {
 	case TERN_BLK_OP_FLUSH:
@@ -369,10 +395,12 @@ void tern_tgt_io_submit(struct tern_tgt_io *io)
 		break;
 	}
 
-	if (io->exp->bdev && rw) {
-		tern_tgt_bdev_rw(io);
+	/* a stuck backend, for tests: the requester sees no answer */
+	if (unlikely(stall)) {
+		INIT_DELAYED_WORK(&io->stall_work, tern_tgt_stall_work);
+		queue_delayed_work(tern_tgt_wq, &io->stall_work,
+				   msecs_to_jiffies(stall));
 		return;
 	}
-	INIT_WORK(&io->work, tern_tgt_io_work);
-	queue_work(tern_tgt_wq, &io->work);
+	tern_tgt_io_start(io);
 }

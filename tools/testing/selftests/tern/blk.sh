@@ -543,6 +543,48 @@ loss_timeout() {
 	return $rc
 }
 
+# A target that stops answering over a live session (tern_target's
+# inject_stall_ms holds every request 20 s): a read fails with ETIMEDOUT
+# after max_timeouts=3 expiries of a 1 s io_timeout, not after the stall,
+# nothing waits in D state, and the device serves I/O again once the
+# target answers, the late reply to the cancelled request dropped.
+request_timeout() {
+	local d t0 el st stuck rc=0
+	local mt=/sys/module/tern_blk/parameters/max_timeouts
+	local stall=/sys/module/tern_target/parameters/inject_stall_ms
+	d=$(map "$AT,export=vol0,lanes=1") || return 1
+	wait_bdev "$d" || return 1
+	udevadm settle 2>/dev/null
+	echo 1000 > "/sys/block/$d/queue/io_timeout" && echo 3 > "$mt" &&
+		echo 20000 > "$stall" || return 1
+	t0=$SECONDS
+	if dd if="/dev/$d" of=/dev/null bs=4k count=1 skip=33 iflag=direct \
+		status=none 2>"$WORK/timeout.err"; then
+		echo "read succeeded with the target stalled"
+		rc=1
+	fi
+	el=$((SECONDS - t0))
+	echo 0 > "$stall"
+	echo 4 > "$mt"
+	echo "read failed after $el s: $(cat "$WORK/timeout.err")"
+	[ "$el" -le 12 ] || { echo "not within 3 timeouts of 1 s"; rc=1; }
+	grep -q "timed out" "$WORK/timeout.err" || { echo "not ETIMEDOUT"; rc=1; }
+	st=$(cat "/sys/block/$d/tern/state")
+	[ "$st" = live ] || { echo "state $st"; rc=1; }
+	stuck=$(ps -eo stat=,pid=,comm= | awk '$1 ~ /^D/ { print $2, $3 }')
+	[ -z "$stuck" ] || { echo "in D state: $stuck"; rc=1; }
+	dd if="/dev/$d" of=/dev/null bs=4k count=1 skip=34 iflag=direct \
+		status=none || { echo "read failed once the stall was off"; rc=1; }
+	# the held request is answered at last; its reply goes nowhere
+	while [ $((SECONDS - t0)) -le 21 ]; do
+		sleep 1
+	done
+	dd if="/dev/$d" of=/dev/null bs=64k count=16 iflag=direct status=none ||
+		{ echo "read failed after the late reply"; rc=1; }
+	unmap "$d" || rc=1
+	return $rc
+}
+
 export_disable_while_mapped() {	# DEV mapped on file0
 	local t=/dev/$1
 	echo 0 > "$CFG/exports/file0/enable" || return 1
@@ -620,7 +662,7 @@ fi
 # Over rdma the transport-independent checks are not planned.
 ALL=0
 [ "$TRANSPORT" = tcp ] && ALL=1
-ktap_plan $((ALL ? 36 : 33))
+ktap_plan $((ALL ? 37 : 34))
 
 check "modules load (tern_$TRANSPORT, tern_target, tern_blk, brd)" setup_modules
 check "target configured through configfs (4 exports, port p0 on $TRANSPORT://$ADDR:$SVC)" \
@@ -680,6 +722,8 @@ check "port disabled under I/O: the device reconnects, I/O completes" \
 	port_bounce
 check "past loss_timeout I/O fails with EIO; the device recovers" \
 	loss_timeout
+check "a request the target never answers fails after max_timeouts, no D state" \
+	request_timeout
 [ $ALL = 1 ] &&
 	check "bad option strings fail and create no device" bad_maps
 [ $ALL = 1 ] &&
