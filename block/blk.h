@@ -34,6 +34,7 @@ struct tern_blk_opts {
 enum {
 	TERN_BLK_REBINDING,	/* an OPEN for a new handle is under way */
 	TERN_BLK_REBIND_FAILED,	/* the last one failed, at rebind_failed_at */
+	TERN_BLK_REMOVED,	/* the export was disabled or removed (-ENODEV) */
 };
 
 enum tern_blk_state {
@@ -53,7 +54,7 @@ struct tern_blk_dev {
 	struct tern_blk_info	info;		/* from OPEN */
 	u64			handle;		/* READ_ONCE: rebinding */
 	bool			read_only;
-	unsigned long		flags;		/* TERN_BLK_REBIND_* */
+	unsigned long		flags;		/* TERN_BLK_REBIND_*, _REMOVED */
 	unsigned long		rebind_failed_at;	/* jiffies */
 	atomic_t		rebinds;	/* new handles after -ESTALE */
 	struct work_struct	rebind_work;

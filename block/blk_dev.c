@@ -92,6 +92,7 @@ static void tern_blk_req_done(struct tern_request *treq)
 {
 	struct request *rq = treq->priv;
 	struct tern_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct tern_blk_dev *dev = rq->q->queuedata;
 	blk_status_t sts = BLK_STS_OK;
 
 	if (treq->status == -ECANCELED && READ_ONCE(cmd->expired)) {
@@ -99,8 +100,14 @@ static void tern_blk_req_done(struct tern_request *treq)
 	} else if (treq->status) {
 		sts = BLK_STS_IOERR;
 	} else if (treq->reply_status == -ESTALE &&
-		   tern_blk_stale(rq->q->queuedata, cmd)) {
+		   tern_blk_stale(dev, cmd)) {
 		cmd->stale = true;
+	} else if (treq->reply_status == -ENODEV) {
+		/* as nvme fails I/O to a removed namespace: for good */
+		if (!test_and_set_bit(TERN_BLK_REMOVED, &dev->flags))
+			pr_err("%s: export %s was disabled or removed on the target; I/O fails until the device is mapped again\n",
+			       dev->name, dev->opts.export);
+		sts = BLK_STS_IOERR;
 	} else if (treq->reply_status) {
 		if (treq->reply_status == -ENOMEM)
 			sts = BLK_STS_RESOURCE;	/* target short of memory */
@@ -188,6 +195,8 @@ static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->stale = false;
 	cmd->expired = false;
 	cmd->timeouts = 0;
+	if (test_bit(TERN_BLK_REMOVED, &dev->flags))
+		return BLK_STS_IOERR;	/* the export is gone for good */
 
 	switch (req_op(rq)) {
 	case REQ_OP_READ:
@@ -325,7 +334,18 @@ TERN_BLK_ATTR_RO(max_data, "%u", dev->si.max_data);
 
 TERN_BLK_ATTR_RO(crc, "%d", !!(dev->si.features & TERN_FEAT_DATA_CRC));
 TERN_BLK_ATTR_RO(rebinds, "%d", atomic_read(&dev->rebinds));
-TERN_BLK_ATTR_RO(state, "%s", tern_blk_state_names[atomic_read(&dev->state)]);
+
+static ssize_t state_show(struct device *d, struct device_attribute *attr,
+			  char *buf)
+{
+	const struct tern_blk_dev *dev = to_tern_blk(d);
+	int state = atomic_read(&dev->state);
+
+	if (state != TERN_BLK_DELETING && test_bit(TERN_BLK_REMOVED, &dev->flags))
+		return sysfs_emit(buf, "removed\n");
+	return sysfs_emit(buf, "%s\n", tern_blk_state_names[state]);
+}
+static DEVICE_ATTR_RO(state);
 
 static int tern_blk_rescan(struct tern_blk_dev *dev);
 

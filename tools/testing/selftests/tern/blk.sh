@@ -585,20 +585,112 @@ request_timeout() {
 	return $rc
 }
 
+# D-state tasks in each of three samples half a second apart
+stuck_in_d() {
+	local i s all=
+	for i in 1 2 3; do
+		s=$(ps -eo stat=,pid=,comm= | awk '$1 ~ /^D/ { print $2, $3 }' | sort)
+		if [ "$i" = 1 ]; then
+			all=$s
+		else
+			all=$(comm -12 <(echo "$all") <(echo "$s"))
+		fi
+		sleep 0.5
+	done
+	echo "$all" | sed '/^$/d'
+}
+
+# read_fails DEV SKIP: a direct 4K read fails with EIO within 5 s
+read_fails() {
+	if timeout 5 dd if="/dev/$1" of=/dev/null bs=4k count=1 skip="$2" \
+		iflag=direct status=none 2>"$WORK/read.err"; then
+		echo "read from /dev/$1 succeeded"
+		return 1
+	fi
+	grep -q "Input/output error" "$WORK/read.err" ||
+		{ echo "read: $(cat "$WORK/read.err")"; return 1; }
+}
+
+# the device reads and writes 1M at SEEK (MiB)
+rw_ok() {	# DEV SEEK
+	head -c 1M /dev/urandom > "$WORK/x" &&
+		dd if="$WORK/x" of="/dev/$1" bs=1M seek="$2" oflag=direct status=none &&
+		cmp <(dd if="/dev/$1" bs=1M skip="$2" count=1 iflag=direct status=none) \
+			"$WORK/x"
+}
+
+# An export goes away under I/O, as an nvme namespace can: unlinked from
+# its port and removed while fio runs, the device's I/O fails with EIO
+# instead of hanging, its state says removed and later I/O fails at once;
+# nothing is left in D state. The export made again under its name maps
+# again; disabling and enabling it fails that device the same way, for
+# good, while a new map works.
 export_disable_while_mapped() {	# DEV mapped on file0
-	local t=/dev/$1
-	echo 0 > "$CFG/exports/file0/enable" || return 1
-	if dd if="$t" of=/dev/null bs=4k count=1 skip=100 iflag=direct status=none 2>/dev/null; then
-		echo "read from a disabled export succeeded"
+	local d=$1 pid i t0 frc stuck st d2 d3 rc=0
+	fio --name=removed --filename="/dev/$d" --direct=1 --ioengine=libaio \
+		--rw=randrw --bs=4k --iodepth=16 --size=32M --time_based \
+		--runtime=30 >"$WORK/removed.out" 2>&1 &
+	pid=$!
+	for i in $(seq 50); do
+		[ "$(stat_field "$d" 1)" -gt 1000 ] && break
+		sleep 0.2
+	done
+	kill -0 "$pid" 2>/dev/null ||
+		{ echo "fio ended early"; tail -n 5 "$WORK/removed.out"; return 1; }
+	t0=$SECONDS
+	rm "$CFG/ports/p0/exports/file0" || { echo "cannot unlink file0"; rc=1; }
+	rmdir "$CFG/exports/file0" || { echo "cannot remove file0"; rc=1; }
+	echo "unlink and rmdir under fio took $((SECONDS - t0)) s"
+	for i in $(seq 150); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "fio still running $((SECONDS - t0)) s after the removal"
+		ps -o stat,pid,wchan:32,comm -p "$pid"
+		kill -9 "$pid"
+		rc=1
+	fi
+	wait "$pid"
+	frc=$?
+	echo "fio ended $((SECONDS - t0)) s after the removal, exit $frc"
+	grep -m1 -E "err= *[0-9]" "$WORK/removed.out"
+	grep -q "Input/output error" "$WORK/removed.out" ||
+		{ echo "fio saw no EIO"; rc=1; }
+	st=$(cat "/sys/block/$d/tern/state")
+	echo "state $st"
+	[ "$st" = removed ] || rc=1
+	read_fails "$d" 100 || rc=1
+	stuck=$(stuck_in_d)
+	[ -z "$stuck" ] || { echo "in D state: $stuck"; rc=1; }
+
+	# made again (blk.sh goes on with file0): new maps work
+	if ! export_add file0 "$FILE0" 0 ||
+		! ln -s "$CFG/exports/file0" "$CFG/ports/p0/exports/file0"; then
+		echo "cannot make file0 again"
 		return 1
 	fi
-	echo 1 > "$CFG/exports/file0/enable" || return 1
-	# the old binding stays stale: the device keeps failing, cleanly
-	if dd if="$t" of=/dev/null bs=4k count=1 skip=200 iflag=direct status=none 2>/dev/null; then
-		echo "stale binding still served I/O"
+	read_fails "$d" 101 || rc=1
+	if ! d2=$(map "$AT,export=file0,lanes=1") || ! wait_bdev "$d2"; then
+		echo "file0 made again does not map"
 		return 1
 	fi
-	return 0
+	rw_ok "$d2" 3 || { echo "I/O through the new map failed"; rc=1; }
+
+	# disabled and enabled again: the binding stays stale, cleanly
+	echo 0 > "$CFG/exports/file0/enable" || rc=1
+	read_fails "$d2" 200 || rc=1
+	echo 1 > "$CFG/exports/file0/enable" || rc=1
+	read_fails "$d2" 201 || rc=1
+	[ "$(cat "/sys/block/$d2/tern/state")" = removed ] || rc=1
+	if ! d3=$(map "$AT,export=file0,lanes=1") || ! wait_bdev "$d3"; then
+		echo "file0 enabled again does not map"
+		return 1
+	fi
+	rw_ok "$d3" 4 || { echo "I/O after enabling again failed"; rc=1; }
+	unmap "$d2" || rc=1
+	unmap "$d3" || rc=1
+	return $rc
 }
 
 # Unload the target and configure it again under a mapped device: the
@@ -728,7 +820,7 @@ check "a request the target never answers fails after max_timeouts, no D state" 
 	check "bad option strings fail and create no device" bad_maps
 [ $ALL = 1 ] &&
 	check "echo OPTIONS > $CTL maps, echo remove=ternN unmaps" echo_map
-check "disabling an export fails its sessions' I/O cleanly" \
+check "export removed under fio, or disabled: EIO, no D state; made again, it maps" \
 	export_disable_while_mapped "$FD"
 check "target restarted under /dev/$VOL: bound again, I/O resumes, data intact" \
 	target_restart "$VOL"
