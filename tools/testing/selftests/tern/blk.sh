@@ -139,15 +139,23 @@ lanes_are() {
 		{ [ -z "$3" ] || [ "$(cat "$d/tern/queue_depth")" = "$3" ]; }
 }
 
+# maps_with_lanes OPTS N [QD]: a device mapped with OPTS gets N lanes
+# (and queue depth QD, when given); unmapped again either way
+maps_with_lanes() {
+	local d rc=0
+	d=$(map "$1") && wait_bdev "$d" || return 1
+	lanes_are "$d" "$2" "${3:-}" || { echo "$1: want $2 lanes"; rc=1; }
+	unmap "$d" || rc=1
+	return $rc
+}
+
 # A port's max_lanes and max_queue_depth cap what its sessions negotiate;
 # without lanes= a device asks for one lane per online CPU.
 port_caps() {
-	local p=$CFG/ports/p1 cpus d rc=0 want
+	local p=$CFG/ports/p1 cpus rc=0
 	cpus=$(nproc)
-	want=$((cpus < 64 ? cpus : 64))
-	d=$(map "$AT,export=vol0") && wait_bdev "$d" || return 1
-	lanes_are "$d" "$want" 128 || { echo "uncapped: want $want lanes"; rc=1; }
-	unmap "$d" || return 1
+	maps_with_lanes "$AT,export=vol0" $((cpus < 64 ? cpus : 64)) 128 ||
+		return 1
 
 	mkdir "$p" && echo "$TRANSPORT" > "$p/transport" &&
 		echo "$ADDR" > "$p/address" &&
@@ -156,35 +164,14 @@ port_caps() {
 		ln -s "$CFG/exports/vol0" "$p/exports/vol0" &&
 		echo 1 > "$p/enable" || return 1
 	local at="transport=$TRANSPORT,address=$ADDR,service=$((SVC + 2))"
-	if d=$(map "$at,export=vol0,lanes=4,queue_depth=64") && wait_bdev "$d"; then
-		lanes_are "$d" 1 16 || { echo "lanes=4: want the cap, 1"; rc=1; }
-		unmap "$d" || rc=1
-	else
-		rc=1
-	fi
-	if d=$(map "$at,export=vol0") && wait_bdev "$d"; then
-		lanes_are "$d" 1 16 || { echo "default: want the cap, 1"; rc=1; }
-		unmap "$d" || rc=1
-	else
-		rc=1
-	fi
+	maps_with_lanes "$at,export=vol0,lanes=4,queue_depth=64" 1 16 || rc=1
+	maps_with_lanes "$at,export=vol0" 1 16 || rc=1
 
 	# a cap of 2 over the CPU count: one lane per CPU, at most 2
-	want=$((cpus < 2 ? cpus : 2))
 	echo 0 > "$p/enable" && echo 2 > "$p/max_lanes" &&
 		echo 0 > "$p/max_queue_depth" && echo 1 > "$p/enable" || rc=1
-	if d=$(map "$at,export=vol0,lanes=4") && wait_bdev "$d"; then
-		lanes_are "$d" 2 128 || { echo "lanes=4: want the cap, 2"; rc=1; }
-		unmap "$d" || rc=1
-	else
-		rc=1
-	fi
-	if d=$(map "$at,export=vol0") && wait_bdev "$d"; then
-		lanes_are "$d" "$want" || { echo "default: want $want"; rc=1; }
-		unmap "$d" || rc=1
-	else
-		rc=1
-	fi
+	maps_with_lanes "$at,export=vol0,lanes=4" 2 128 || rc=1
+	maps_with_lanes "$at,export=vol0" $((cpus < 2 ? cpus : 2)) || rc=1
 	echo 0 > "$p/enable" && rm "$p/exports/vol0" && rmdir "$p" || rc=1
 	return $rc
 }
@@ -583,21 +570,6 @@ request_timeout() {
 		{ echo "read failed after the late reply"; rc=1; }
 	unmap "$d" || rc=1
 	return $rc
-}
-
-# D-state tasks in each of three samples half a second apart
-stuck_in_d() {
-	local i s all=
-	for i in 1 2 3; do
-		s=$(ps -eo stat=,pid=,comm= | awk '$1 ~ /^D/ { print $2, $3 }' | sort)
-		if [ "$i" = 1 ]; then
-			all=$s
-		else
-			all=$(comm -12 <(echo "$all") <(echo "$s"))
-		fi
-		sleep 0.5
-	done
-	echo "$all" | sed '/^$/d'
 }
 
 # read_fails DEV SKIP: a direct 4K read fails with EIO within 5 s

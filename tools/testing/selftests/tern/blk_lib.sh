@@ -159,3 +159,18 @@ kmalloc_settled() {
 	done
 	echo "$min"
 }
+
+# D-state tasks in each of three samples half a second apart
+stuck_in_d() {
+	local i s all=
+	for i in 1 2 3; do
+		s=$(ps -eo stat=,pid=,comm= | awk '$1 ~ /^D/ { print $2, $3 }' | sort)
+		if [ "$i" = 1 ]; then
+			all=$s
+		else
+			all=$(comm -12 <(echo "$all") <(echo "$s"))
+		fi
+		sleep 0.5
+	done
+	echo "$all" | sed '/^$/d'
+}

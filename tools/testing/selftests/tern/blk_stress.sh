@@ -225,21 +225,6 @@ two_ports_concurrent() {
 	return $rc
 }
 
-# processes in D state in each of three samples
-stuck_in_d() {
-	local i s all=
-	for i in 1 2 3; do
-		s=$(ps -eo stat=,pid=,comm= | awk '$1 ~ /^D/ { print $2, $3 }' | sort)
-		if [ $i = 1 ]; then
-			all=$s
-		else
-			all=$(comm -12 <(echo "$all") <(echo "$s"))
-		fi
-		sleep 0.5
-	done
-	echo "$all" | sed '/^$/d'
-}
-
 # fio randwrite QD32 for 20 s; a forced unmap after 3 s must end it
 # with errors within 15 s, leaving nothing stuck.
 unmap_under_fio() {
