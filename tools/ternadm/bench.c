@@ -321,13 +321,7 @@ static int run_parse(int argc, char **argv, struct tern_bench_run *p,
 			break;
 		case '?':
 		default:
-			if (optopt)
-				ternadm_err("bench run: bad option or missing value for '%s'",
-					    argv[optind - 1]);
-			else
-				ternadm_err("bench run: unknown option '%s'",
-					    argv[optind - 1]);
-			return EXIT_USAGE;
+			return bad_option("bench run", argv);
 		}
 	}
 	if (have_time && have_count) {

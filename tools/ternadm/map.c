@@ -139,13 +139,7 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 			return -1;
 		case '?':
 		default:
-			if (optopt)
-				ternadm_err("map: bad option or missing value for '%s'",
-					    argv[optind - 1]);
-			else
-				ternadm_err("map: unknown option '%s'",
-					    argv[optind - 1]);
-			return EXIT_USAGE;
+			return bad_option("map", argv);
 		}
 	}
 	if (optind != argc - 1) {

@@ -250,13 +250,7 @@ static int export_add(int argc, char **argv)
 			break;
 		case '?':
 		default:
-			if (optopt)
-				ternadm_err("target export add: bad option or missing value for '%s'",
-					    argv[optind - 1]);
-			else
-				ternadm_err("target export add: unknown option '%s'",
-					    argv[optind - 1]);
-			return EXIT_USAGE;
+			return bad_option("target export add", argv);
 		}
 	}
 	if (argc - optind != 2) {
@@ -462,13 +456,7 @@ static int port_add(int argc, char **argv)
 			break;
 		case '?':
 		default:
-			if (optopt)
-				ternadm_err("target port add: bad option or missing value for '%s'",
-					    argv[optind - 1]);
-			else
-				ternadm_err("target port add: unknown option '%s'",
-					    argv[optind - 1]);
-			return EXIT_USAGE;
+			return bad_option("target port add", argv);
 		}
 	}
 	if (argc - optind != 2) {

@@ -60,6 +60,7 @@ int parse_u64(const char *s, u64 min, u64 max, u64 *out);
 int parse_size(const char *s, u64 max, u64 *out);
 int parse_seconds_ms(const char *s, u64 max_ms, u64 *out_ms);
 bool valid_name(const char *s);
+int bad_option(const char *cmd, char **argv);
 
 /* A parsed SCHEME://HOST[:PORT][/PATH]. */
 struct tern_uri {

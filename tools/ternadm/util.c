@@ -95,6 +95,20 @@ int parse_seconds_ms(const char *s, u64 max_ms, u64 *out_ms)
 }
 
 /* What the kernel accepts as an export, port or host name. */
+/*
+ * getopt_long() returned '?' for @cmd: say which argument it stopped at.
+ * Return: EXIT_USAGE.
+ */
+int bad_option(const char *cmd, char **argv)
+{
+	if (optopt)
+		ternadm_err("%s: bad option or missing value for '%s'", cmd,
+			    argv[optind - 1]);
+	else
+		ternadm_err("%s: unknown option '%s'", cmd, argv[optind - 1]);
+	return EXIT_USAGE;
+}
+
 bool valid_name(const char *s)
 {
 	size_t len = strlen(s), i;
