@@ -453,8 +453,9 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 EXPORT_SYMBOL_GPL(tern_lane_tx_done);
 
 __printf(2, 3)
-void tern_lane_proto_err(struct tern_core_lane *cl, const char *fmt, ...)
+void tern_lane_proto_error(struct tern_lane *lane, const char *fmt, ...)
 {
+	struct tern_core_lane *cl = to_core_lane(lane);
 	struct va_format vaf;
 	va_list args;
 
@@ -465,6 +466,7 @@ void tern_lane_proto_err(struct tern_core_lane *cl, const char *fmt, ...)
 	pr_warn_ratelimited("%s: protocol error: %pV\n", cl->name, &vaf);
 	va_end(args);
 }
+EXPORT_SYMBOL_GPL(tern_lane_proto_error);
 
 static void tern_rx_set_front(struct tern_core_lane *cl, void *buf)
 {

@@ -295,8 +295,9 @@ void tern_bvec_copy(const struct bio_vec *dst, unsigned int dst_nr,
 		    u32 src_off, u32 len);
 void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val);
 void tern_lane_queue_hello(struct tern_core_lane *cl);
-__printf(2, 3)
-void tern_lane_proto_err(struct tern_core_lane *cl, const char *fmt, ...);
+/* The core's own checks: tern_lane_proto_error() on the core lane. */
+#define tern_lane_proto_err(cl, fmt, ...) \
+	tern_lane_proto_error(&(cl)->pub, fmt, ##__VA_ARGS__)
 void tern_rx_setup(struct tern_core_lane *cl, void *front,
 		   const struct bio_vec *bvec, unsigned int nr_bvec);
 

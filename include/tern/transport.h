@@ -150,6 +150,14 @@ void tern_lane_count_submitter_sends(struct tern_lane *lane,
 
 /* The connection failed (@err < 0) or closed (@err == 0). */
 void tern_lane_error(struct tern_lane *lane, int err);
+/*
+ * The transport found the peer breaking its own part of the protocol:
+ * counted in the lane's proto_errors and logged, rate-limited, with the
+ * lane's name. The lane is not failed; the transport goes on to return
+ * an error that ends in tern_lane_error().
+ */
+__printf(2, 3)
+void tern_lane_proto_error(struct tern_lane *lane, const char *fmt, ...);
 
 /* Frame helpers for transports. */
 static inline u32 tern_frame_front_len(const struct tern_frame *f)

@@ -417,8 +417,7 @@ int tern_rdma_proto_err(struct tern_rdma_lane *tl, const char *fmt, ...)
 	va_start(args, fmt);
 	vaf.fmt = fmt;
 	vaf.va = &args;
-	pr_warn_ratelimited("%s: protocol error: %pV\n",
-			    tern_lane_name(tl->lane), &vaf);
+	tern_lane_proto_error(tl->lane, "%pV", &vaf);
 	va_end(args);
 	return -EPROTO;
 }
