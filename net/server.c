@@ -277,7 +277,8 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 	}
 
 	if (!atomic_add_unless(&sess->nr_srv_reqs, 1,
-			       4 * sess->info.queue_depth)) {
+			       4 * (sess->info.queue_depth +
+				    TERN_RESERVED_REQS))) {
 		tern_lane_proto_err(cl, "peer exceeds queue depth %u",
 				    sess->info.queue_depth);
 		return -EPROTO;

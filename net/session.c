@@ -183,7 +183,11 @@ static void tern_req_unlink_locked(struct tern_request *req)
 {
 	struct tern_session *sess = req->sess;
 
-	if (!hlist_unhashed(&req->hash)) {
+	if (hlist_unhashed(&req->hash)) {
+		/* not in flight */
+	} else if (req->reserved) {
+		sess->reserved_inflight--;
+	} else {
 		sess->inflight--;
 		sess->inflight_bytes -= req->data_len;
 	}
@@ -256,27 +260,33 @@ void tern_request_init(struct tern_request *req)
 EXPORT_SYMBOL_GPL(tern_request_init);
 
 /*
- * May a request of @bytes go now? Caller holds sess->lock. Return: 0,
- * -EAGAIN (the in-flight limits are reached) or -ENOTCONN.
+ * May @req go now? Caller holds sess->lock. Return: 0, -EAGAIN (the
+ * in-flight limits are reached) or -ENOTCONN. Reserved requests have
+ * their own count and carry no data.
  */
-static int tern_throttle_check_locked(struct tern_session *sess, u32 bytes)
+static int tern_throttle_check_locked(struct tern_session *sess,
+				      const struct tern_request *req)
 {
 	if (sess->state == TERN_SESS_FAILED || sess->state == TERN_SESS_DEAD)
 		return -ENOTCONN;
+	if (req->reserved)
+		return sess->reserved_inflight < TERN_RESERVED_REQS ?
+		       0 : -EAGAIN;
 	if (sess->inflight >= sess->info.queue_depth ||
-	    (sess->inflight &&
-	     sess->inflight_bytes + bytes > sess->opts.max_inflight_bytes))
+	    (sess->inflight && sess->inflight_bytes + req->data_len >
+			       sess->opts.max_inflight_bytes))
 		return -EAGAIN;
 	return 0;
 }
 
 /* Wait condition of a throttled tern_send(): no more reason to wait. */
-static bool tern_throttle_open(struct tern_session *sess, u32 bytes)
+static bool tern_throttle_open(struct tern_session *sess,
+			       const struct tern_request *req)
 {
 	int err;
 
 	spin_lock_bh(&sess->lock);
-	err = tern_throttle_check_locked(sess, bytes);
+	err = tern_throttle_check_locked(sess, req);
 	spin_unlock_bh(&sess->lock);
 	return err != -EAGAIN;
 }
@@ -315,7 +325,9 @@ static int tern_request_check(struct tern_session *sess,
  * @flags: TERN_SEND_NOWAIT to fail with -EAGAIN rather than sleep when
  *	the session's in-flight limits are reached; TERN_SEND_MAY_SLEEP
  *	with it when the caller may sleep all the same, so a transport with
- *	&tern_transport_ops.push_sleeps may transmit from here
+ *	&tern_transport_ops.push_sleeps may transmit from here;
+ *	TERN_SEND_RESERVED for a request without data that counts against
+ *	TERN_RESERVED_REQS rather than the queue depth
  *
  * On success @req->done will be called exactly once. Without
  * TERN_SEND_NOWAIT this may sleep (process context only). A transport
@@ -335,11 +347,15 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	int err;
 
 	if (!sess->requester ||
-	    (flags & ~(TERN_SEND_NOWAIT | TERN_SEND_MAY_SLEEP)))
+	    (flags & ~(TERN_SEND_NOWAIT | TERN_SEND_MAY_SLEEP |
+		       TERN_SEND_RESERVED)))
 		return -EINVAL;
 	err = tern_request_check(sess, req);
 	if (err)
 		return err;
+	req->reserved = flags & TERN_SEND_RESERVED;
+	if (req->reserved && req->data_len)
+		return -EINVAL;
 
 	refcount_set(&req->ref, 1);
 	req->sess = sess;
@@ -379,12 +395,11 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 
 	/* one critical section: throttle, tid, pending table, lane queue */
 	spin_lock_bh(&sess->lock);
-	while ((err = tern_throttle_check_locked(sess, req->data_len)) ==
-	       -EAGAIN && !(flags & TERN_SEND_NOWAIT)) {
+	while ((err = tern_throttle_check_locked(sess, req)) == -EAGAIN &&
+	       !(flags & TERN_SEND_NOWAIT)) {
 		spin_unlock_bh(&sess->lock);
 		if (wait_event_killable(sess->wait,
-					tern_throttle_open(sess,
-							   req->data_len)))
+					tern_throttle_open(sess, req)))
 			return -EINTR;
 		spin_lock_bh(&sess->lock);
 	}
@@ -392,8 +407,12 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 		spin_unlock_bh(&sess->lock);
 		return err;
 	}
-	sess->inflight++;
-	sess->inflight_bytes += req->data_len;
+	if (req->reserved) {
+		sess->reserved_inflight++;
+	} else {
+		sess->inflight++;
+		sess->inflight_bytes += req->data_len;
+	}
 	req->tid = ++sess->next_tid;
 	hdr->tid = cpu_to_le64(req->tid);
 	hash_add(sess->pending, &req->hash, req->tid);
@@ -1142,6 +1161,13 @@ void *tern_session_priv(struct tern_session *sess)
 }
 EXPORT_SYMBOL_GPL(tern_session_priv);
 
+/* The endpoint a session belongs to: the listener's, or the connector's. */
+struct tern_endpoint *tern_session_endpoint(struct tern_session *sess)
+{
+	return sess->ep;
+}
+EXPORT_SYMBOL_GPL(tern_session_endpoint);
+
 static const char *const tern_sess_state_names[] = {
 	[TERN_SESS_CONNECTING]	 = "connecting",
 	[TERN_SESS_LIVE]	 = "live",
@@ -1214,7 +1240,7 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 {
 	struct tern_session *sess = m->private;
 	struct tern_stats sum = {};
-	unsigned int i, state, nr_live, inflight;
+	unsigned int i, state, nr_live, inflight, reserved;
 	u64 inflight_bytes, requests = 0, replies = 0;
 	char prefix[16];
 	int cpu;
@@ -1223,6 +1249,7 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 	state = sess->state;
 	nr_live = sess->nr_live;
 	inflight = sess->inflight;
+	reserved = sess->reserved_inflight;
 	inflight_bytes = sess->inflight_bytes;
 	spin_unlock_bh(&sess->lock);
 
@@ -1243,6 +1270,7 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "data_crc %u\n",
 		   !!(sess->info.features & TERN_FEAT_DATA_CRC));
 	seq_printf(m, "inflight %u\n", inflight);
+	seq_printf(m, "reserved_inflight %u\n", reserved);
 	seq_printf(m, "inflight_bytes %llu\n", inflight_bytes);
 	seq_printf(m, "requests %llu\n", requests);
 	seq_printf(m, "replies %llu\n", replies);

@@ -190,6 +190,7 @@ struct tern_session {
 	struct list_head		backlog;
 	u64				next_tid;
 	unsigned int			inflight;
+	unsigned int			reserved_inflight;
 	u64				inflight_bytes;
 	wait_queue_head_t		wait;
 	struct delayed_work		loss_work;

@@ -122,6 +122,7 @@ struct tern_request {
 	struct tern_lane	*rx_lane;	/* lane receiving its reply */
 	refcount_t		ref;
 	u64			tid;
+	bool			reserved;	/* TERN_SEND_RESERVED */
 };
 
 /**
@@ -266,6 +267,14 @@ struct tern_session_info {
 /* tern_send() flags */
 #define TERN_SEND_NOWAIT	BIT(0)	/* -EAGAIN instead of waiting */
 #define TERN_SEND_MAY_SLEEP	BIT(1)	/* NOWAIT, but the caller may sleep */
+#define TERN_SEND_RESERVED	BIT(2)	/* one of the reserved requests */
+
+/*
+ * Requests a session may have in flight with TERN_SEND_RESERVED, on top
+ * of its queue depth: for control requests a responder holds for long
+ * (e.g. until something changes), which must not take the room of I/O.
+ */
+#define TERN_RESERVED_REQS	2
 
 struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf);
 void tern_endpoint_destroy(struct tern_endpoint *ep);
@@ -283,6 +292,7 @@ bool tern_session_live(struct tern_session *sess);
 bool tern_session_send_sleeps(struct tern_session *sess);
 void tern_session_set_priv(struct tern_session *sess, void *priv);
 void *tern_session_priv(struct tern_session *sess);
+struct tern_endpoint *tern_session_endpoint(struct tern_session *sess);
 
 void tern_request_init(struct tern_request *req);
 
