@@ -35,6 +35,28 @@ enum {
 	TERN_BLK_REBINDING,	/* an OPEN for a new handle is under way */
 	TERN_BLK_REBIND_FAILED,	/* the last one failed, at rebind_failed_at */
 	TERN_BLK_REMOVED,	/* the export was disabled or removed (-ENODEV) */
+	TERN_BLK_WATCH_STOP,	/* unmapping: post no more WATCH */
+};
+
+/* A control request (OPEN, INFO, CLOSE, WATCH) and its answer. */
+struct tern_blk_ctrl {
+	struct tern_request		treq;
+	struct completion		done;	/* treq's done() has run */
+	struct tern_blk_req		req;
+	struct tern_blk_open_args	args;
+	struct tern_blk_info		info;
+};
+
+/*
+ * The WATCH a device keeps at the target (Documentation/protocol.rst):
+ * answered when the export's capacity is no longer @known. Sent and
+ * reposted by @work only; @posted: @c was sent since the last stop.
+ */
+struct tern_blk_watch {
+	struct tern_blk_ctrl	c;
+	struct delayed_work	work;
+	u64			known;
+	bool			posted;
 };
 
 enum tern_blk_state {
@@ -58,6 +80,8 @@ struct tern_blk_dev {
 	unsigned long		rebind_failed_at;	/* jiffies */
 	atomic_t		rebinds;	/* new handles after -ESTALE */
 	struct work_struct	rebind_work;
+	struct tern_blk_watch	watch;
+	struct mutex		resize_lock;	/* capacity changes */
 	unsigned int		send_flags;	/* tern_send() from queue_rq */
 	atomic_t		state;		/* enum tern_blk_state */
 	struct blk_mq_tag_set	tag_set;

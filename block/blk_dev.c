@@ -69,13 +69,13 @@ static const char *const tern_blk_state_names[] = {
  * last attempt failed only moments ago: a vanished export must fail I/O,
  * not loop).
  */
-static bool tern_blk_stale(struct tern_blk_dev *dev, struct tern_blk_cmd *cmd)
+static bool tern_blk_stale(struct tern_blk_dev *dev, u64 sent_handle)
 {
 	int state = atomic_read(&dev->state);
 
 	if (state == TERN_BLK_FAILED || state == TERN_BLK_DELETING)
 		return false;
-	if (le64_to_cpu(cmd->front.handle) != READ_ONCE(dev->handle))
+	if (sent_handle != READ_ONCE(dev->handle))
 		return true;	/* bound again since it was sent */
 	if (test_bit(TERN_BLK_REBINDING, &dev->flags))
 		return true;
@@ -86,6 +86,14 @@ static bool tern_blk_stale(struct tern_blk_dev *dev, struct tern_blk_cmd *cmd)
 	if (!test_and_set_bit(TERN_BLK_REBINDING, &dev->flags))
 		queue_work(tern_blk_wq, &dev->rebind_work);
 	return true;
+}
+
+/* As nvme fails I/O to a removed namespace: for good. */
+static void tern_blk_removed(struct tern_blk_dev *dev)
+{
+	if (!test_and_set_bit(TERN_BLK_REMOVED, &dev->flags))
+		pr_err("%s: export %s was disabled or removed on the target; I/O fails until the device is mapped again\n",
+		       dev->name, dev->opts.export);
 }
 
 static void tern_blk_req_done(struct tern_request *treq)
@@ -100,13 +108,10 @@ static void tern_blk_req_done(struct tern_request *treq)
 	} else if (treq->status) {
 		sts = BLK_STS_IOERR;
 	} else if (treq->reply_status == -ESTALE &&
-		   tern_blk_stale(dev, cmd)) {
+		   tern_blk_stale(dev, le64_to_cpu(cmd->front.handle))) {
 		cmd->stale = true;
 	} else if (treq->reply_status == -ENODEV) {
-		/* as nvme fails I/O to a removed namespace: for good */
-		if (!test_and_set_bit(TERN_BLK_REMOVED, &dev->flags))
-			pr_err("%s: export %s was disabled or removed on the target; I/O fails until the device is mapped again\n",
-			       dev->name, dev->opts.export);
+		tern_blk_removed(dev);
 		sts = BLK_STS_IOERR;
 	} else if (treq->reply_status) {
 		if (treq->reply_status == -ENOMEM)
@@ -331,6 +336,8 @@ TERN_BLK_ATTR_RO(service, "%u", dev->opts.service);
 TERN_BLK_ATTR_RO(lanes, "%u", dev->si.nr_lanes);
 TERN_BLK_ATTR_RO(queue_depth, "%u", dev->si.queue_depth);
 TERN_BLK_ATTR_RO(max_data, "%u", dev->si.max_data);
+/* names the session in debugfs (tern/blk.N/ID/) and the target's logs */
+TERN_BLK_ATTR_RO(session_id, "%016llx", dev->si.session_id);
 
 TERN_BLK_ATTR_RO(crc, "%d", !!(dev->si.features & TERN_FEAT_DATA_CRC));
 TERN_BLK_ATTR_RO(rebinds, "%d", atomic_read(&dev->rebinds));
@@ -376,6 +383,7 @@ static struct attribute *tern_blk_attrs[] = {
 	&dev_attr_max_data.attr,
 	&dev_attr_crc.attr,
 	&dev_attr_rebinds.attr,
+	&dev_attr_session_id.attr,
 	NULL,
 };
 
@@ -391,20 +399,29 @@ static const struct attribute_group *tern_blk_attr_groups[] = {
 
 /* ---- control transactions (OPEN, CLOSE) ---- */
 
-struct tern_blk_ctrl {
-	struct tern_request		treq;
-	struct completion		done;
-	struct tern_blk_req		req;
-	struct tern_blk_open_args	args;
-	struct tern_blk_info		info;
-};
-
 static void tern_blk_ctrl_done(struct tern_request *treq)
 {
 	struct tern_blk_ctrl *c = container_of(treq, struct tern_blk_ctrl,
 					       treq);
 
 	complete(&c->done);
+}
+
+/* Send @c, whose front the caller filled in up to @front_len bytes. */
+static int tern_blk_ctrl_send(struct tern_blk_dev *dev,
+			      struct tern_blk_ctrl *c, u32 front_len,
+			      tern_request_done_t done, unsigned int flags)
+{
+	tern_request_init(&c->treq);
+	init_completion(&c->done);
+	c->req.version = TERN_BLK_PROTO_VERSION;
+	c->treq.front = &c->req;
+	c->treq.front_len = front_len;
+	c->treq.reply_front = &c->info;
+	c->treq.reply_front_max = sizeof(c->info);
+	c->treq.done = done;
+	c->treq.priv = dev;
+	return tern_send(dev->sess, &c->treq, flags);
 }
 
 /* Send @c and wait at most @tmo jiffies; returns the outcome. */
@@ -414,15 +431,7 @@ static int tern_blk_ctrl_exec(struct tern_blk_dev *dev,
 {
 	int err;
 
-	tern_request_init(&c->treq);
-	init_completion(&c->done);
-	c->req.version = TERN_BLK_PROTO_VERSION;
-	c->treq.front = &c->req;
-	c->treq.front_len = front_len;
-	c->treq.reply_front = &c->info;
-	c->treq.reply_front_max = sizeof(c->info);
-	c->treq.done = tern_blk_ctrl_done;
-	err = tern_send(dev->sess, &c->treq, 0);
+	err = tern_blk_ctrl_send(dev, c, front_len, tern_blk_ctrl_done, 0);
 	if (err)
 		return err;
 	if (!wait_for_completion_timeout(&c->done, tmo)) {
@@ -563,10 +572,31 @@ static void tern_blk_rebind_work(struct work_struct *work)
 	blk_mq_kick_requeue_list(dev->disk->queue);
 }
 
+/* Take the capacity of @info, which the export now has. */
+static int tern_blk_resize(struct tern_blk_dev *dev,
+			   const struct tern_blk_info *info)
+{
+	u64 old, cap = le64_to_cpu(info->capacity);
+
+	if (info->logical_block_size != dev->info.logical_block_size) {
+		pr_err("%s: the export's block size changed; map it again\n",
+		       dev->name);
+		return -EIO;
+	}
+	mutex_lock(&dev->resize_lock);
+	old = get_capacity(dev->disk);
+	if (cap != old) {
+		set_capacity_and_notify(dev->disk, cap);
+		pr_info("%s: capacity %llu -> %llu sectors\n", dev->name, old,
+			cap);
+	}
+	mutex_unlock(&dev->resize_lock);
+	return 0;
+}
+
 static int tern_blk_rescan(struct tern_blk_dev *dev)
 {
 	struct tern_blk_ctrl *c;
-	u64 old, cap;
 	int err;
 
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
@@ -578,26 +608,114 @@ static int tern_blk_rescan(struct tern_blk_dev *dev)
 	if (!err)
 		err = tern_blk_check_info(dev, &c->info,
 					  c->treq.reply_front_len);
-	if (err) {
+	if (err)
 		pr_err("%s: rescan failed (%d)\n", dev->name, err);
-		goto out;
-	}
-	if (c->info.logical_block_size != dev->info.logical_block_size) {
-		pr_err("%s: the export's block size changed; map it again\n",
-		       dev->name);
-		err = -EIO;
-		goto out;
-	}
-	old = get_capacity(dev->disk);
-	cap = le64_to_cpu(c->info.capacity);
-	if (cap != old) {
-		set_capacity_and_notify(dev->disk, cap);
-		pr_info("%s: capacity %llu -> %llu sectors\n", dev->name, old,
-			cap);
-	}
-out:
+	else
+		err = tern_blk_resize(dev, &c->info);
 	kfree(c);
 	return err;
+}
+
+#define TERN_BLK_WATCH_RETRY	(5 * HZ)
+
+static void tern_blk_watch_done(struct tern_request *treq)
+{
+	struct tern_blk_dev *dev = treq->priv;
+
+	complete(&dev->watch.c.done);
+	if (!test_bit(TERN_BLK_WATCH_STOP, &dev->flags))
+		queue_delayed_work(tern_blk_wq, &dev->watch.work, 0);
+}
+
+/*
+ * What the answer to the last WATCH means for the next one: 0 to post it
+ * now, a delay, or -1 for none (the export is gone, or the target does
+ * not know WATCH).
+ */
+static long tern_blk_watch_answer(struct tern_blk_dev *dev)
+{
+	struct tern_blk_watch *w = &dev->watch;
+	struct tern_blk_ctrl *c = &w->c;
+	int err = c->treq.status ?: c->treq.reply_status;
+
+	switch (err) {
+	case 0:
+		if (tern_blk_check_info(dev, &c->info, c->treq.reply_front_len))
+			return TERN_BLK_WATCH_RETRY;
+		w->known = le64_to_cpu(c->info.capacity);
+		tern_blk_resize(dev, &c->info);
+		return 0;
+	case -ENODEV:
+		tern_blk_removed(dev);
+		return -1;
+	case -ESTALE:
+		/* the target lost the binding: get a new one, then watch */
+		tern_blk_stale(dev, le64_to_cpu(c->req.handle));
+		return TERN_BLK_WATCH_RETRY;
+	case -EINVAL:
+	case -EOPNOTSUPP:
+		pr_info("%s: the target does not announce resizes; use rescan\n",
+			dev->name);
+		return -1;
+	default:
+		/* rebinding, reconnecting, a port going away: later */
+		return TERN_BLK_WATCH_RETRY;
+	}
+}
+
+static void tern_blk_watch_work(struct work_struct *work)
+{
+	struct tern_blk_dev *dev = container_of(to_delayed_work(work),
+						struct tern_blk_dev,
+						watch.work);
+	struct tern_blk_watch *w = &dev->watch;
+	long delay = 0;
+
+	if (test_bit(TERN_BLK_WATCH_STOP, &dev->flags))
+		return;
+	if (w->posted) {
+		w->posted = false;
+		delay = tern_blk_watch_answer(dev);
+		if (delay < 0)
+			return;
+		if (delay) {
+			queue_delayed_work(tern_blk_wq, &w->work, delay);
+			return;
+		}
+	}
+	memset(&w->c.req, 0, sizeof(w->c.req));
+	w->c.req.opcode = TERN_BLK_OP_WATCH;
+	w->c.req.handle = cpu_to_le64(READ_ONCE(dev->handle));
+	w->c.req.offset = cpu_to_le64(w->known);
+	w->posted = true;
+	if (tern_blk_ctrl_send(dev, &w->c, sizeof(w->c.req),
+			       tern_blk_watch_done,
+			       TERN_SEND_RESERVED | TERN_SEND_NOWAIT)) {
+		w->posted = false;
+		queue_delayed_work(tern_blk_wq, &w->work, TERN_BLK_WATCH_RETRY);
+	}
+}
+
+static void tern_blk_watch_start(struct tern_blk_dev *dev)
+{
+	dev->watch.known = get_capacity(dev->disk);
+	queue_delayed_work(tern_blk_wq, &dev->watch.work, 0);
+}
+
+static void tern_blk_watch_stop(struct tern_blk_dev *dev)
+{
+	struct tern_blk_watch *w = &dev->watch;
+
+	set_bit(TERN_BLK_WATCH_STOP, &dev->flags);
+	/* the bit before the work's test: it posts nothing after this */
+	smp_mb__after_atomic();
+	cancel_delayed_work_sync(&w->work);
+	if (w->posted) {
+		tern_cancel(&w->c.treq);
+		wait_for_completion(&w->c.done);
+	}
+	/* ->done may have queued it before it saw the bit */
+	cancel_delayed_work_sync(&w->work);
 }
 
 static void tern_blk_session_event(struct tern_session *sess,
@@ -735,6 +853,8 @@ int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
 	dev->opts = *opts;
 	INIT_LIST_HEAD(&dev->entry);
 	INIT_WORK(&dev->rebind_work, tern_blk_rebind_work);
+	INIT_DELAYED_WORK(&dev->watch.work, tern_blk_watch_work);
+	mutex_init(&dev->resize_lock);
 	atomic_set(&dev->state, TERN_BLK_LIVE);
 	dev->idx = ida_alloc_max(&tern_blk_ida,
 				 (1 << MINORBITS) / TERN_BLK_MINORS - 1,
@@ -769,6 +889,7 @@ int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
 		goto out_close;
 	}
 
+	tern_blk_watch_start(dev);
 	mutex_lock(&tern_blk_mutex);
 	list_add_tail(&dev->entry, &tern_blk_devs);
 	mutex_unlock(&tern_blk_mutex);
@@ -796,6 +917,7 @@ out_free:
 static void tern_blk_destroy(struct tern_blk_dev *dev)
 {
 	atomic_set(&dev->state, TERN_BLK_DELETING);
+	tern_blk_watch_stop(dev);
 	/* a rebind under way kicks the requests del_gendisk() waits for */
 	del_gendisk(dev->disk);
 	flush_work(&dev->rebind_work);

@@ -160,9 +160,22 @@ void tern_tgt_export_put(struct tern_tgt_export *exp);
 
 /* target_core.c */
 struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port);
+struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess, u64 handle);
+void tern_tgt_bind_put(struct tern_tgt_bind *b);
+int tern_tgt_bind_info(struct tern_tgt_bind *b, struct tern_blk_info *info);
 void tern_tgt_binds_exit(void);
 void tern_tgt_binds_init(void);
 void tern_tgt_io_complete(struct tern_tgt_io *io, int status);
+
+/* target_watch.c */
+void tern_tgt_watch(struct tern_srv_req *sreq, struct tern_tgt_bind *b,
+		    u64 known);
+void tern_tgt_watch_resize(struct tern_tgt_export *exp);
+void tern_tgt_watch_export_gone(struct tern_tgt_export *exp);
+void tern_tgt_watch_bind_closed(struct tern_tgt_bind *b);
+void tern_tgt_watch_port_gone(struct tern_tgt_port *port);
+void tern_tgt_watch_init(void);
+void tern_tgt_watch_exit(void);
 
 /* target_io.c */
 int tern_tgt_backend_open(struct tern_tgt_export *exp);

@@ -3,7 +3,8 @@
  * tern_target: configfs front end, in the style of nvmet.
  *
  *   /sys/kernel/config/tern/
- *     exports/NAME/{device_path,read_only,allowed_hosts,enable}
+ *     exports/NAME/{device_path,read_only,allowed_hosts,enable,stats,
+ *                   revalidate_size}
  *     ports/NAME/{transport,address,service,max_lanes,max_queue_depth,enable}
  *     ports/NAME/exports/LINK -> ../../../exports/NAME
  *
@@ -90,6 +91,7 @@ static void tern_tgt_export_disable(struct tern_tgt_export *exp)
 	exp->live = false;
 	exp->gen++;		/* bindings to this instance are stale */
 	spin_unlock_irq(&exp->io_lock);
+	tern_tgt_watch_export_gone(exp);
 	wait_event(exp->io_wait, ({
 		spin_lock_irq(&exp->io_lock);
 		nr_io = exp->nr_io;
@@ -281,6 +283,42 @@ static ssize_t tern_tgt_export_enable_store(struct config_item *item,
 	return err ?: count;
 }
 
+/*
+ * Read the backend's size again and tell the clients watching the export
+ * if it changed, as nvmet's revalidate_size does; the target also looks
+ * by itself every watch_hold seconds while a client watches.
+ */
+static ssize_t tern_tgt_export_revalidate_size_store(struct config_item *item,
+						     const char *page,
+						     size_t count)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	u64 old, cap;
+	bool val;
+
+	if (kstrtobool(page, &val) || !val) {
+		pr_err("export %s: revalidate_size takes 1\n",
+		       config_item_name(item));
+		return -EINVAL;
+	}
+	mutex_lock(&exp->lock);
+	if (!exp->enabled) {
+		mutex_unlock(&exp->lock);
+		pr_err("export %s: enable it before revalidate_size\n",
+		       config_item_name(item));
+		return -ENODEV;
+	}
+	old = le64_to_cpu(exp->info.capacity);
+	tern_tgt_refresh_capacity(exp);
+	cap = le64_to_cpu(exp->info.capacity);
+	mutex_unlock(&exp->lock);
+	if (cap != old)
+		pr_info("export %s: capacity %llu -> %llu sectors\n",
+			config_item_name(item), old, cap);
+	tern_tgt_watch_resize(exp);
+	return count;
+}
+
 static const char * const tern_tgt_stat_names[TERN_TGT_STAT_NR] = {
 	[TERN_TGT_STAT_READS]		= "reads",
 	[TERN_TGT_STAT_WRITES]		= "writes",
@@ -310,6 +348,7 @@ CONFIGFS_ATTR(tern_tgt_export_, read_only);
 CONFIGFS_ATTR(tern_tgt_export_, allowed_hosts);
 CONFIGFS_ATTR(tern_tgt_export_, enable);
 CONFIGFS_ATTR_RO(tern_tgt_export_, stats);
+CONFIGFS_ATTR_WO(tern_tgt_export_, revalidate_size);
 
 static struct configfs_attribute *tern_tgt_export_attrs[] = {
 	&tern_tgt_export_attr_device_path,
@@ -317,6 +356,7 @@ static struct configfs_attribute *tern_tgt_export_attrs[] = {
 	&tern_tgt_export_attr_allowed_hosts,
 	&tern_tgt_export_attr_enable,
 	&tern_tgt_export_attr_stats,
+	&tern_tgt_export_attr_revalidate_size,
 	NULL,
 };
 
@@ -569,6 +609,8 @@ static void tern_tgt_port_disable(struct tern_tgt_port *port)
 	mutex_lock(&tern_tgt_mutex);
 	WRITE_ONCE(port->enabled, false);
 	mutex_unlock(&tern_tgt_mutex);
+	/* after enabled: no watch is held for the port from here on */
+	tern_tgt_watch_port_gone(port);
 	/* closes every session of the port, waits for their requests */
 	tern_listener_stop(port->lis);
 	tern_endpoint_destroy(port->ep);
@@ -834,9 +876,11 @@ static int __init tern_tgt_init(void)
 	if (!tern_tgt_wq)
 		return -ENOMEM;
 	tern_tgt_binds_init();
+	tern_tgt_watch_init();
 	err = tern_tgt_configfs_init();
 	if (err) {
 		pr_err("cannot register configfs subsystem (%d)\n", err);
+		tern_tgt_watch_exit();
 		tern_tgt_binds_exit();
 		destroy_workqueue(tern_tgt_wq);
 		return err;
@@ -847,6 +891,7 @@ static int __init tern_tgt_init(void)
 static void __exit tern_tgt_exit(void)
 {
 	tern_tgt_configfs_exit();
+	tern_tgt_watch_exit();
 	tern_tgt_binds_exit();
 	destroy_workqueue(tern_tgt_wq);
 }

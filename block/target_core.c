@@ -43,7 +43,7 @@ static void tern_tgt_bind_release(struct kref *ref)
 	kfree(b);
 }
 
-static void tern_tgt_bind_put(struct tern_tgt_bind *b)
+void tern_tgt_bind_put(struct tern_tgt_bind *b)
 {
 	kref_put(&b->ref, tern_tgt_bind_release);
 }
@@ -144,8 +144,7 @@ static struct tern_tgt_bind *tern_tgt_attach_locked(struct tern_session *sess,
  * A session that lost its binding (rebuilt after a reconnect) is attached
  * again when the handle and the requester's session id match.
  */
-static struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess,
-					       u64 handle)
+struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess, u64 handle)
 {
 	struct tern_tgt_bind *b, *old = NULL;
 	struct tern_session_info si;
@@ -192,6 +191,29 @@ static void tern_tgt_export_io_put(struct tern_tgt_export *exp)
 	spin_unlock_irqrestore(&exp->io_lock, flags);
 	if (wake)
 		wake_up_all(&exp->io_wait);
+}
+
+/*
+ * The geometry a binding's export has now (its size read again from the
+ * backend), as INFO and WATCH answer it; -ENODEV once the export is
+ * disabled or was enabled again since the binding was made.
+ */
+int tern_tgt_bind_info(struct tern_tgt_bind *b, struct tern_blk_info *info)
+{
+	struct tern_tgt_export *exp = b->exp;
+	int err = -ENODEV;
+
+	mutex_lock(&exp->lock);
+	if (exp->enabled && b->gen == exp->gen) {
+		tern_tgt_refresh_capacity(exp);
+		err = 0;
+	}
+	*info = exp->info;
+	mutex_unlock(&exp->lock);
+	info->handle = cpu_to_le64(b->handle);
+	if (b->read_only)
+		info->flags |= cpu_to_le16(TERN_BLK_INFO_READ_ONLY);
+	return err;
 }
 
 static void tern_tgt_reply(struct tern_tgt_io *io)
@@ -412,6 +434,7 @@ static void tern_tgt_close(struct tern_session *sess, struct tern_tgt_bind *b)
 	if (unhashed) {
 		pr_info("host %s closed export %s\n", b->host,
 			config_item_name(&b->exp->group.cg_item));
+		tern_tgt_watch_bind_closed(b);
 		tern_tgt_bind_put(b);
 	}
 	if (old)
@@ -445,6 +468,10 @@ static int tern_tgt_check_front(struct tern_srv_req *sreq,
 		break;
 	case TERN_BLK_OP_WRITE_ZEROES:
 		if (flags & ~TERN_BLK_F_NOUNMAP)
+			return -EINVAL;
+		break;
+	case TERN_BLK_OP_WATCH:
+		if (flags || len)
 			return -EINVAL;
 		break;
 	case TERN_BLK_OP_OPEN:
@@ -567,7 +594,7 @@ static void tern_tgt_request(struct tern_srv_req *sreq)
 			pr_warn_ratelimited("could not answer OPEN\n");
 		return;
 	}
-	if (op == TERN_BLK_OP_INFO) {
+	if (op == TERN_BLK_OP_INFO || op == TERN_BLK_OP_WATCH) {
 		struct tern_tgt_bind *b;
 
 		b = tern_tgt_bind_get(sreq->sess, le64_to_cpu(r->handle));
@@ -575,17 +602,14 @@ static void tern_tgt_request(struct tern_srv_req *sreq)
 			err = -ESTALE;
 			goto reply;
 		}
-		mutex_lock(&b->exp->lock);
-		err = -ENODEV;
-		if (b->exp->enabled && b->gen == b->exp->gen) {
-			tern_tgt_refresh_capacity(b->exp);
-			err = 0;
+		if (op == TERN_BLK_OP_WATCH) {
+			tern_tgt_watch(sreq, b, le64_to_cpu(r->offset));
+			return;
 		}
-		info = b->exp->info;
-		mutex_unlock(&b->exp->lock);
-		info.handle = cpu_to_le64(b->handle);
-		if (b->read_only)
-			info.flags |= cpu_to_le16(TERN_BLK_INFO_READ_ONLY);
+		err = tern_tgt_bind_info(b, &info);
+		/* a size read anew is news for the other clients too */
+		if (!err)
+			tern_tgt_watch_resize(b->exp);
 		tern_tgt_bind_put(b);
 		if (err)
 			goto reply;

@@ -58,6 +58,7 @@ void target_usage(FILE *out)
 		ternadm_prog);
 	fprintf(out, "                 [--allowed-hosts H1,H2]\n");
 	fprintf(out, "       %s target export del NAME\n", ternadm_prog);
+	fprintf(out, "       %s target export resize NAME\n", ternadm_prog);
 	fprintf(out, "       %s target port add NAME URI [--max-lanes N]\n",
 		ternadm_prog);
 	fprintf(out, "                 [--max-queue-depth N]\n");
@@ -371,20 +372,29 @@ static int linked_to(const struct link_info *l, void *arg)
 	return 1;
 }
 
-static int export_del(int argc, char **argv)
+/* `target export CMD NAME`: NAME names an existing export. */
+static int export_name_arg(int argc, char **argv, const char *cmd)
 {
-	char path[PATH_MAX];
-	struct dirent **ports;
-	int i, nr, busy = 0;
-
 	if (argc != 2 || argv[1][0] == '-') {
-		ternadm_err("target export del: expected NAME");
+		ternadm_err("target export %s: expected NAME", cmd);
 		return EXIT_USAGE;
 	}
 	if (check_name("export", argv[1]))
 		return EXIT_USAGE;
 	if (target_exists("export", argv[1]))
 		return EXIT_FAILED;
+	return EXIT_OK;
+}
+
+static int export_del(int argc, char **argv)
+{
+	char path[PATH_MAX];
+	struct dirent **ports;
+	int i, nr, busy = 0, rc;
+
+	rc = export_name_arg(argc, argv, "del");
+	if (rc != EXIT_OK)
+		return rc;
 	cfs_path(path, "ports");
 	ports = list_dir(path, &nr);
 	for (i = 0; i < nr; i++)
@@ -405,6 +415,21 @@ static int export_del(int argc, char **argv)
 			    strerror(errno));
 		return EXIT_FAILED;
 	}
+	return EXIT_OK;
+}
+
+/*
+ * The backend of an export grew or shrank: the target reads its size
+ * again and the clients that map it follow at once.
+ */
+static int export_resize(int argc, char **argv)
+{
+	int rc = export_name_arg(argc, argv, "resize");
+
+	if (rc != EXIT_OK)
+		return rc;
+	if (target_set("export", argv[1], "revalidate_size", "1"))
+		return EXIT_FAILED;
 	return EXIT_OK;
 }
 
@@ -745,7 +770,9 @@ static int target_export(int argc, char **argv)
 		return export_add(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "del"))
 		return export_del(argc - 1, argv + 1);
-	ternadm_err("target export: expected add or del");
+	if (argc >= 2 && !strcmp(argv[1], "resize"))
+		return export_resize(argc - 1, argv + 1);
+	ternadm_err("target export: expected add, del or resize");
 	return EXIT_USAGE;
 }
 

@@ -5,7 +5,11 @@
  *
  * Every request front starts with struct tern_blk_req. OPEN appends
  * struct tern_blk_open_args; the other opcodes send the bare header.
- * OPEN and INFO are answered with a struct tern_blk_info reply front;
+ * OPEN, INFO and WATCH are answered with a struct tern_blk_info reply
+ * front; WATCH is held by the responder until the export's capacity
+ * differs from the one the request names in @offset, or for at most the
+ * responder's hold time, so the requester learns of a resize without
+ * asking;
  * I/O replies carry no front, only the reply status (0 or a negative
  * errno). READ data comes back with the reply (the responder pushes it
  * into the requester's buffer); WRITE data is pulled by the responder.
@@ -34,7 +38,8 @@ enum tern_blk_opcode {
 	TERN_BLK_OP_OPEN		= 6,	/* bind the export; reply info */
 	TERN_BLK_OP_INFO		= 7,	/* reply info (resize) */
 	TERN_BLK_OP_CLOSE		= 8,	/* release the binding */
-	TERN_BLK_OP_MAX			= TERN_BLK_OP_CLOSE,
+	TERN_BLK_OP_WATCH		= 9,	/* reply info on a resize */
+	TERN_BLK_OP_MAX			= TERN_BLK_OP_WATCH,
 };
 
 /* tern_blk_req.flags */
@@ -49,7 +54,7 @@ enum tern_blk_opcode {
  * @flags: TERN_BLK_F_*
  * @reserved0: zero
  * @length: bytes; READ/WRITE: equals the message's data buffer length
- * @offset: first 512-byte sector
+ * @offset: first 512-byte sector; WATCH: the capacity the requester knows
  * @handle: binding handle returned by OPEN (0 in OPEN itself)
  * @reserved1: zero
  */
@@ -82,7 +87,7 @@ struct tern_blk_open_args {
 #define TERN_BLK_INFO_ALL		0x1f
 
 /**
- * struct tern_blk_info - reply front of OPEN and INFO, 64 bytes
+ * struct tern_blk_info - reply front of OPEN, INFO and WATCH, 64 bytes
  * @handle: binding handle to put in every later request of this export
  * @capacity: export size in 512-byte sectors
  * @logical_block_size: bytes, power of two, 512..4096

@@ -470,16 +470,44 @@ dev_of() {
 	return 1
 }
 
-# The file behind an export grows; rescan picks the new size up.
+# size_within DEV MIB SECONDS: DEV reaches MIB MiB within SECONDS
+size_within() {
+	local i
+	for i in $(seq $(($3 * 10))); do
+		[ "$(cat "/sys/block/$1/size")" = $(($2 * 2048)) ] && return 0
+		sleep 0.1
+	done
+	echo "$1: $(cat "/sys/block/$1/size") sectors after $3 s, not $2 MiB"
+	return 1
+}
+
+# The file behind an export grows. The device's WATCH follows on its own:
+# at once when the target is told (ternadm target export resize), within
+# watch_hold when it is not; rescan still asks at once. Idle, the WATCH
+# is held, not answered in a loop.
 resize() {	# DEV mapped on file0
-	local t=/dev/$1
-	truncate -s 96M "$FILE0" || return 1
-	echo 1 > "/sys/block/$1/tern/rescan" || return 1
-	[ "$(cat "/sys/block/$1/size")" = $((96 * 2048)) ] || {
-		echo "size $(cat "/sys/block/$1/size")"; return 1; }
+	local t=/dev/$1 rc=0 stats n0 n1
+	local hold=/sys/module/tern_target/parameters/watch_hold
+	stats=$(echo /sys/kernel/debug/tern/blk.*/"$(cat "/sys/block/$1/tern/session_id")"/stats)
+	grep -qx "reserved_inflight 1" "$stats" ||
+		{ echo "no WATCH held: $(grep reserved "$stats")"; rc=1; }
+	echo 2 > "$hold" || return 1
+	truncate -s 80M "$FILE0" && adm target export resize file0 &&
+		size_within "$1" 80 3 || rc=1
+	truncate -s 96M "$FILE0" && size_within "$1" 96 8 || rc=1
+	n0=$(awk '$1 == "requests" { print $2 }' "$stats")
+	sleep 4
+	n1=$(awk '$1 == "requests" { print $2 }' "$stats")
+	echo "idle for 4 s with watch_hold 2: $((n1 - n0)) requests"
+	[ $((n1 - n0)) -le 4 ] || rc=1
+	echo 30 > "$hold"
+	truncate -s 112M "$FILE0" && echo 1 > "/sys/block/$1/tern/rescan" &&
+		size_within "$1" 112 1 || rc=1
 	head -c 1M /dev/urandom > "$WORK/c" || return 1
-	dd if="$WORK/c" of="$t" bs=1M seek=90 oflag=direct status=none || return 1
-	cmp <(dd if="$t" bs=1M skip=90 count=1 iflag=direct status=none) "$WORK/c"
+	dd if="$WORK/c" of="$t" bs=1M seek=100 oflag=direct status=none || return 1
+	cmp <(dd if="$t" bs=1M skip=100 count=1 iflag=direct status=none) "$WORK/c" ||
+		rc=1
+	return $rc
 }
 
 # The port goes away under a mapped device: I/O waits, the client
@@ -785,7 +813,8 @@ check "WRITE_ZEROES on a file export: counted by the target, reads zeroes" \
 check "fio crc32c verify with data crc, 64K QD8" fio_verify "$FD" 64k 8 8M
 check "fio verify survives injected lane failures (lanes=1)" \
 	fault_injection "$FD"
-check "rescan after the exported file grew" resize "$FD"
+check "the exported file grows: WATCH resizes the device, told or not; rescan" \
+	resize "$FD"
 check "read-only export: reads work, writes fail" read_only_export
 check "read_only=1 maps a writable export read-only" read_only_option
 check "allowed_hosts: other hosts refused, listed host mapped" allowed_hosts
