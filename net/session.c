@@ -432,13 +432,20 @@ EXPORT_SYMBOL_GPL(tern_send);
  * tern_cancel - give up on a request
  * @req: a request passed to tern_send() whose done() has not run
  *
+ * A request whose buffer the transport registered for the peer (RDMA)
+ * stays held by its lane until the peer's reply invalidates the buffer;
+ * the peer may still write into it. Rather than wait for a reply that
+ * may never come, the lane is reset, as nvme resets a queue on a
+ * timeout: the transport's teardown revokes the registration, done()
+ * follows, and the lane's other requests are resent.
  * Return: 0 if cancelled (done() runs with status -ECANCELED, possibly
- * before this returns); -EBUSY if its reply is being received right now;
- * -ENOENT if it is already completing.
+ * before this returns, or once the lane is reset); -EBUSY if its reply
+ * is being received right now; -ENOENT if it is already completing.
  */
 int tern_cancel(struct tern_request *req)
 {
 	struct tern_session *sess = req->sess;
+	struct tern_core_lane *reset = NULL;
 
 	if (!sess)
 		return -ENOENT;	/* never sent */
@@ -451,9 +458,21 @@ int tern_cancel(struct tern_request *req)
 		spin_unlock_bh(&sess->lock);
 		return -EBUSY;
 	}
+	if (req->lane && READ_ONCE(to_core_lane(req->lane)->remote_data)) {
+		reset = to_core_lane(req->lane);
+		kref_get(&reset->ref);
+	}
 	tern_req_unlink_locked(req);
 	spin_unlock_bh(&sess->lock);
 	req->status = -ECANCELED;
+	/* off the lane's queue now: a reference beyond ours is the lane's */
+	if (reset) {
+		if (refcount_read(&req->ref) > 1) {
+			atomic64_inc(&sess->cancel_resets);
+			tern_lane_kill(reset, -ETIMEDOUT);
+		}
+		tern_lane_put(reset);
+	}
 	tern_req_put(req);
 	return 0;
 }
@@ -1281,6 +1300,8 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 		   (long long)atomic64_read(&sess->replies_dropped));
 	seq_printf(m, "peer_restarts %lld\n",
 		   (long long)atomic64_read(&sess->peer_restarts));
+	seq_printf(m, "cancel_resets %lld\n",
+		   (long long)atomic64_read(&sess->cancel_resets));
 
 	for (i = 0; i < sess->nr_slots; i++)
 		tern_stats_add(&sum, &sess->slots[i].stats);

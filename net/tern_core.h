@@ -203,6 +203,7 @@ struct tern_session {
 	atomic64_t			peer_restarts;
 	atomic64_t			duplicates;	/* resent requests seen */
 	atomic64_t			replies_dropped; /* lane died first */
+	atomic64_t			cancel_resets;	/* lanes reset by tern_cancel() */
 
 	struct dentry			*dbg;
 	struct work_struct		event_work;
