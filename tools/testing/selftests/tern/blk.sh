@@ -140,6 +140,14 @@ lanes_are() {
 		{ [ -z "$3" ] || [ "$(cat "$d/tern/queue_depth")" = "$3" ]; }
 }
 
+# tern_fuzz's block probe speaks the protocol itself over TCP, so that
+# the target's refusals the client never provokes (an optional operation
+# the export lacks, bad fields, stale handles) are checked too: vol0 is
+# a brd disk, which has no WRITE_ZEROES.
+block_probe() {
+	"$(dirname "$0")/tern_fuzz" -a "$ADDR" -p "$SVC" -b vol0 -r ro0
+}
+
 # maps_with_lanes OPTS N [QD]: a device mapped with OPTS gets N lanes
 # (and queue depth QD, when given); unmapped again either way
 maps_with_lanes() {
@@ -782,13 +790,16 @@ fi
 # Over rdma the transport-independent checks are not planned.
 ALL=0
 [ "$TRANSPORT" = tcp ] && ALL=1
-ktap_plan $((ALL ? 37 : 35))
+ktap_plan $((ALL ? 38 : 35))
 
 check "modules load (tern_$TRANSPORT, tern_target, tern_blk, brd)" setup_modules
 check "target configured through configfs (4 exports, port p0 on $TRANSPORT://$ADDR:$SVC)" \
 	setup_target
 [ $ALL = 1 ] &&
 	check "configfs refuses malformed or untimely settings" configfs_validation
+[ $ALL = 1 ] &&
+	check "raw block requests: bad ones refused with the right status, WATCH held" \
+		block_probe
 
 VOL=$(map "$AT,export=vol0,lanes=2,queue_depth=64")
 if [ -n "$VOL" ] && wait_bdev "$VOL"; then

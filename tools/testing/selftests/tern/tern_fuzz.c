@@ -21,7 +21,16 @@
  * if a connection is ever refused. Whether the kernel stayed clean is for
  * the test lane to judge from the console.
  *
+ * Block probe (-b EXPORT [-r RO_EXPORT]): instead of fuzzing, one good
+ * session with a tern_target port, then block requests a correct target
+ * must refuse with a given status (unknown handle, range, alignment,
+ * opcode, version, reserved and flag fields, an optional operation the
+ * export lacks, a write to a read-only export, a handle after CLOSE) or
+ * serve (OPEN, a READ, a WATCH answered at once for a stale capacity and
+ * held for the current one until CLOSE). Every reply is checked.
+ *
  * Usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]
+ *        tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,6 +50,7 @@
 #include <unistd.h>
 #include <endian.h>
 
+#include <tern/tern_blk_proto.h>
 #include <tern/tern_wire.h>
 
 typedef __u8 u8;
@@ -303,19 +313,14 @@ static void violation(const char *what, enum fuzz_case c)
 	fprintf(stderr, "tern_fuzz: %s: %s\n", case_names[c], what);
 }
 
-/*
- * A handshake offering remote data; the HELLO_ACK is read and checked.
- * Return: 0 if the listener accepted it without remote data, -1 if not
- * (a refusal or a closed connection: the case ends there).
- */
-static int remote_handshake(int fd, enum fuzz_case c)
+/* A HELLO offering @features (seq 1); the HELLO_ACK's front in @ack. */
+static int handshake(int fd, u32 features, struct tern_wire_hello *ack)
 {
-	struct tern_wire_hello h, ack;
+	struct tern_wire_hello h;
 	struct tern_wire_hdr ah;
 
 	hello_fill(&h);
-	h.features = htole32(TERN_FEAT_REMOTE_DATA |
-			     (rnd_below(2) ? TERN_FEAT_DATA_CRC : 0));
+	h.features = htole32(features);
 	frame_init(&fr, TERN_WIRE_HELLO, 1);
 	memcpy(fr.body, &h, sizeof(h));
 	fr.body_len = sizeof(h);
@@ -325,8 +330,23 @@ static int remote_handshake(int fd, enum fuzz_case c)
 		return -1;
 	if (recv_all(fd, &ah, sizeof(ah)) ||
 	    ah.type != TERN_WIRE_HELLO_ACK ||
-	    le32toh(ah.front_len) != sizeof(ack) ||
-	    recv_all(fd, &ack, sizeof(ack)))
+	    le32toh(ah.front_len) != sizeof(*ack) ||
+	    recv_all(fd, ack, sizeof(*ack)))
+		return -1;
+	return 0;
+}
+
+/*
+ * A handshake offering remote data; the HELLO_ACK is read and checked.
+ * Return: 0 if the listener accepted it without remote data, -1 if not
+ * (a refusal or a closed connection: the case ends there).
+ */
+static int remote_handshake(int fd, enum fuzz_case c)
+{
+	struct tern_wire_hello ack;
+
+	if (handshake(fd, TERN_FEAT_REMOTE_DATA |
+		      (rnd_below(2) ? TERN_FEAT_DATA_CRC : 0), &ack))
 		return -1;
 	if (le32toh(ack.features) & TERN_FEAT_REMOTE_DATA)
 		violation("HELLO_ACK grants remote data over tcp", c);
@@ -612,6 +632,252 @@ static int run_case(const struct peer *peer, enum fuzz_case c)
 	return 0;
 }
 
+/* ---- block probe ---- */
+
+struct probe {
+	int fd;
+	u32 tx_seq;		/* last frame sent */
+	u32 rx_seq;		/* last frame received */
+	u64 tid;		/* last tid used */
+	unsigned long failed;
+};
+
+/* Send a block request; its tid, or 0 if the connection failed. */
+static u64 probe_send(struct probe *p, const struct tern_blk_req *r,
+		      size_t front_len, u16 dir, u32 buf_len)
+{
+	u32 data_len = dir == TERN_WIRE_F_DATA_TO_RESPONDER ? buf_len : 0;
+
+	frame_init(&fr, TERN_WIRE_REQUEST, ++p->tx_seq);
+	fr.hdr.tid = htole64(++p->tid);
+	fr.hdr.ack = htole32(p->rx_seq);
+	fr.hdr.flags = htole16(dir);
+	fr.hdr.front_len = htole32(front_len);
+	fr.hdr.buf_len = htole32(buf_len);
+	fr.hdr.data_len = htole32(data_len);
+	memcpy(fr.body, r, front_len);
+	memset(fr.body + front_len, 0xa5, data_len);
+	fr.body_len = front_len + data_len;
+	frame_seal(&fr);
+	return send_frame(p->fd, &fr, HDR_LEN, fr.body_len) ? 0 : p->tid;
+}
+
+/*
+ * The next REPLY, within @ms milliseconds: header in @h, front (at most
+ * a tern_blk_info) in @info; its data is read and dropped. 1 if none
+ * came in time, -1 on a broken connection or a frame that is no REPLY.
+ */
+static int probe_recv(struct probe *p, struct tern_wire_hdr *h,
+		      struct tern_blk_info *info, int ms)
+{
+	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+	u32 front, data;
+	u8 buf[4096];
+
+	if (poll(&pfd, 1, ms) == 0)
+		return 1;
+	if (recv_all(p->fd, h, sizeof(*h)) || h->type != TERN_WIRE_REPLY)
+		return -1;
+	p->rx_seq = le32toh(h->seq);
+	front = le32toh(h->front_len);
+	data = le32toh(h->data_len);
+	memset(info, 0, sizeof(*info));
+	if (front > sizeof(*info) || (front && recv_all(p->fd, info, front)))
+		return -1;
+	while (data) {
+		u32 n = data < sizeof(buf) ? data : sizeof(buf);
+
+		if (recv_all(p->fd, buf, n))
+			return -1;
+		data -= n;
+	}
+	return 0;
+}
+
+static void probe_result(struct probe *p, const char *what, int status,
+			 int want)
+{
+	printf("# %-40s status %d%s\n", what, status,
+	       status == want ? "" : " (wrong)");
+	if (status != want) {
+		fprintf(stderr, "tern_fuzz: %s: status %d, expected %d\n",
+			what, status, want);
+		p->failed++;
+	}
+}
+
+/* One request and its reply, which must carry status @want. */
+static int probe(struct probe *p, const char *what,
+		 const struct tern_blk_req *r, size_t front_len, u16 dir,
+		 u32 buf_len, int want, struct tern_blk_info *info)
+{
+	struct tern_blk_info scratch;
+	struct tern_wire_hdr h;
+	u64 tid;
+
+	tid = probe_send(p, r, front_len, dir, buf_len);
+	if (!tid || probe_recv(p, &h, info ? info : &scratch, 5000) ||
+	    le64toh(h.tid) != tid) {
+		fprintf(stderr, "tern_fuzz: %s: no reply\n", what);
+		p->failed++;
+		return -1;
+	}
+	probe_result(p, what, (int)le32toh(h.status), want);
+	return (int)le32toh(h.status) == want ? 0 : -1;
+}
+
+static int probe_open(struct probe *p, const char *export,
+		      struct tern_blk_info *info)
+{
+	struct {
+		struct tern_blk_req r;
+		struct tern_blk_open_args a;
+	} open = { .r = { .opcode = TERN_BLK_OP_OPEN,
+			  .version = TERN_BLK_PROTO_VERSION } };
+
+	snprintf(open.a.export, sizeof(open.a.export), "%s", export);
+	snprintf(open.a.host, sizeof(open.a.host), "tern_fuzz");
+	if (probe(p, "OPEN", &open.r, sizeof(open), 0, 0, 0, info) ||
+	    !info->handle || !info->capacity) {
+		fprintf(stderr, "tern_fuzz: cannot open export %s\n", export);
+		return -1;
+	}
+	return 0;
+}
+
+static struct tern_blk_req blk_req(u8 opcode, u64 handle, u64 sector,
+				   u32 len)
+{
+	struct tern_blk_req r = {
+		.opcode = opcode, .version = TERN_BLK_PROTO_VERSION,
+		.length = htole32(len), .offset = htole64(sector),
+		.handle = htole64(handle),
+	};
+
+	return r;
+}
+
+static int block_probe(const struct peer *peer, const char *export,
+		       const char *ro_export)
+{
+	const u16 from = TERN_WIRE_F_DATA_FROM_RESPONDER;
+	struct probe p = { .tx_seq = 1, .rx_seq = 1 };
+	struct tern_blk_info info, ro;
+	struct tern_wire_hello ack;
+	struct tern_wire_hdr h;
+	struct tern_blk_req r;
+	unsigned int optional = 0;
+	u64 handle, cap, held, tid[2];
+	u32 lbs;
+	u16 flags;
+	int i, n;
+
+	p.fd = peer_connect(peer);
+	if (p.fd < 0 || handshake(p.fd, 0, &ack) || ack.status) {
+		fprintf(stderr, "tern_fuzz: no session with the target\n");
+		return 1;
+	}
+	if (probe_open(&p, export, &info))
+		return 1;
+	handle = le64toh(info.handle);
+	cap = le64toh(info.capacity);
+	lbs = le32toh(info.logical_block_size);
+	flags = le16toh(info.flags);
+	printf("# export %s: %llu sectors of %u bytes, flags 0x%x\n", export,
+	       (unsigned long long)cap, lbs, flags);
+
+	r = blk_req(TERN_BLK_OP_READ, handle, 0, 4096);
+	probe(&p, "READ 4K at 0", &r, sizeof(r), from, 4096, 0, NULL);
+	r.handle = htole64(handle ^ 1);
+	probe(&p, "READ with an unknown handle", &r, sizeof(r), from, 4096,
+	      -ESTALE, NULL);
+	r = blk_req(TERN_BLK_OP_READ, handle, cap, 4096);
+	probe(&p, "READ past the capacity", &r, sizeof(r), from, 4096,
+	      -ERANGE, NULL);
+	r = blk_req(TERN_BLK_OP_READ, handle, 0, lbs + 100);
+	probe(&p, "READ of a partial block", &r, sizeof(r), from, lbs + 100,
+	      -EINVAL, NULL);
+	r = blk_req(TERN_BLK_OP_READ, handle, 0, 4096);
+	r.flags = htole16(TERN_BLK_F_FUA);
+	probe(&p, "READ with FUA", &r, sizeof(r), from, 4096, -EINVAL, NULL);
+	r = blk_req(TERN_BLK_OP_READ, handle, 0, 4096);
+	r.version = TERN_BLK_PROTO_VERSION + 1;
+	probe(&p, "READ of another protocol version", &r, sizeof(r), from,
+	      4096, -EINVAL, NULL);
+	r = blk_req(TERN_BLK_OP_READ, handle, 0, 4096);
+	r.reserved1 = htole64(1);
+	probe(&p, "READ with reserved1 set", &r, sizeof(r), from, 4096,
+	      -EINVAL, NULL);
+	r = blk_req(TERN_BLK_OP_MAX + 1, handle, 0, 0);
+	probe(&p, "unknown opcode", &r, sizeof(r), 0, 0, -EINVAL, NULL);
+	r = blk_req(TERN_BLK_OP_WATCH, handle, cap, 4096);
+	probe(&p, "WATCH with a length", &r, sizeof(r), 0, 0, -EINVAL, NULL);
+	if (!(flags & TERN_BLK_INFO_DISCARD)) {
+		r = blk_req(TERN_BLK_OP_DISCARD, handle, 0, 4096);
+		probe(&p, "DISCARD the export does not support", &r,
+		      sizeof(r), 0, 0, -EOPNOTSUPP, NULL);
+		optional++;
+	}
+	if (!(flags & TERN_BLK_INFO_WRITE_ZEROES)) {
+		r = blk_req(TERN_BLK_OP_WRITE_ZEROES, handle, 0, 4096);
+		probe(&p, "WRITE_ZEROES the export does not support", &r,
+		      sizeof(r), 0, 0, -EOPNOTSUPP, NULL);
+		optional++;
+	}
+	if (!optional) {
+		fprintf(stderr, "tern_fuzz: export %s lacks no optional operation\n",
+			export);
+		p.failed++;
+	}
+	if (ro_export && !probe_open(&p, ro_export, &ro)) {
+		r = blk_req(TERN_BLK_OP_WRITE, le64toh(ro.handle), 0, 4096);
+		probe(&p, "WRITE to a read-only export", &r, sizeof(r),
+		      TERN_WIRE_F_DATA_TO_RESPONDER, 4096, -EROFS, NULL);
+	}
+
+	/* a WATCH naming a stale capacity is answered at once ... */
+	r = blk_req(TERN_BLK_OP_WATCH, handle, cap + 8, 0);
+	if (!probe(&p, "WATCH of a stale capacity", &r, sizeof(r), 0, 0, 0,
+		   &info) && le64toh(info.capacity) != cap) {
+		fprintf(stderr, "tern_fuzz: WATCH answered capacity %llu\n",
+			(unsigned long long)le64toh(info.capacity));
+		p.failed++;
+	}
+	/* ... one naming the current capacity is held, until CLOSE */
+	r = blk_req(TERN_BLK_OP_WATCH, handle, cap, 0);
+	held = probe_send(&p, &r, sizeof(r), 0, 0);
+	if (!held || probe_recv(&p, &h, &info, 500) != 1) {
+		fprintf(stderr, "tern_fuzz: a WATCH of the current capacity was not held\n");
+		p.failed++;
+	} else {
+		printf("# %-40s held\n", "WATCH of the current capacity");
+	}
+	r = blk_req(TERN_BLK_OP_CLOSE, handle, 0, 0);
+	tid[0] = probe_send(&p, &r, sizeof(r), 0, 0);
+	tid[1] = held;
+	for (n = 0; tid[0] && n < 2; n++) {
+		if (probe_recv(&p, &h, &info, 5000))
+			break;
+		for (i = 0; i < 2; i++)
+			if (le64toh(h.tid) == tid[i])
+				probe_result(&p, i ? "the held WATCH, at CLOSE" :
+						      "CLOSE",
+					     (int)le32toh(h.status),
+					     i ? -ESTALE : 0);
+	}
+	if (n != 2) {
+		fprintf(stderr, "tern_fuzz: CLOSE and the held WATCH: %d replies\n",
+			n);
+		p.failed++;
+	}
+	r = blk_req(TERN_BLK_OP_READ, handle, 0, 4096);
+	probe(&p, "READ after CLOSE", &r, sizeof(r), from, 4096, -ESTALE,
+	      NULL);
+	close(p.fd);
+	printf("# block probe: %lu wrong\n", p.failed);
+	return p.failed ? 1 : 0;
+}
+
 static int parse_peer(const char *host, const char *port, struct peer *peer)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
@@ -633,22 +899,29 @@ static int parse_peer(const char *host, const char *port, struct peer *peer)
 
 static void die_usage(void)
 {
-	fprintf(stderr, "usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]\n");
+	fprintf(stderr, "usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]\n"
+			"       tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	unsigned long per_case[CASE_COUNT] = { 0 };
-	const char *host = NULL, *port = NULL;
+	const char *host = NULL, *port = NULL, *export = NULL, *ro = NULL;
 	unsigned long frames = 10000;
 	int only = -1;
 	struct peer peer;
 	int opt, c;
 
 	rng_state = (u64)time(NULL) | 1;
-	while ((opt = getopt(argc, argv, "a:p:n:s:c:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:n:s:c:b:r:")) != -1) {
 		switch (opt) {
+		case 'b':
+			export = optarg;
+			break;
+		case 'r':
+			ro = optarg;
+			break;
 		case 'a':
 			host = optarg;
 			break;
@@ -677,6 +950,8 @@ int main(int argc, char **argv)
 	if (parse_peer(host, port, &peer))
 		return 2;
 	crc32c_init();
+	if (export)
+		return block_probe(&peer, export, ro);
 	printf("# seed %llu\n", (unsigned long long)rng_state);
 
 	while (count.frames < frames) {
