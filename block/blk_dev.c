@@ -468,7 +468,7 @@ static int tern_blk_check_info(struct tern_blk_dev *dev,
 		goto bad;
 	return 0;
 bad:
-	pr_err("%s: export %s: malformed OPEN reply\n", dev->name,
+	pr_err("%s: export %s: malformed geometry in a reply\n", dev->name,
 	       dev->opts.export);
 	return -EPROTO;
 }
