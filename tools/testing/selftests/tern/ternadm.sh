@@ -229,6 +229,9 @@ bad_usage() {
 	target port add p1 tcp://$ADDR:7448 --max-lanes
 	target port del
 	target link p0
+	target export resize
+	target export resize vol0 vol0
+	target export resize a/b
 	target frobnicate
 	EOF
 	[ "$before" = "$(state)" ] || { echo "state changed"; rc=1; }
@@ -249,6 +252,7 @@ op_failures() {
 	must_exit 1 target port add p1 tcp://192.0.2.1:7447 || rc=1
 	must_exit 1 target port add p0 tcp://127.0.0.1:7448 || rc=1
 	must_exit 1 target export del vol0 || rc=1
+	must_exit 1 target export resize nosuch || rc=1
 	must_exit 1 target link p0 vol0 || rc=1
 	must_exit 1 target link p0 nosuch || rc=1
 	must_exit 1 target unlink p0 nosuch || rc=1
