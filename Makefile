@@ -7,6 +7,7 @@
 #   make check         deps, -Werror W=1 build, checkpatch, sparse, selftests
 #   make demo          the block device demo in the guest
 #   make bench         benchmarks in the guest (not part of check)
+#   make soak          SOAK_MINUTES (60) of verified I/O under faults
 #   make deps          install what the above need (idempotent)
 #   make install       modules_install + tools into DESTDIR/PREFIX
 #
@@ -45,7 +46,11 @@ endif
 TOOL_DIRS := $(patsubst %/Makefile,%,$(wildcard tools/ternadm/Makefile \
 	tools/testing/selftests/tern/Makefile))
 
-.PHONY: all modules tools deps deps-if-missing check demo bench install clean help
+SOAK_MINUTES ?= 60
+SOAK_ROUND ?= 120
+SOAK_FAIL_EVERY ?= 2000
+
+.PHONY: all modules tools deps deps-if-missing check demo bench soak install clean help
 
 all: modules tools
 
@@ -72,6 +77,13 @@ bench: deps-if-missing
 	$(MAKE) KDIR=$(GUEST_KDIR) all
 	tools/bench/run
 
+soak: deps-if-missing
+	$(MAKE) KDIR=$(GUEST_KDIR) all
+	tools/testing/vm/run --rdma --name soak --mem 3072 \
+		--timeout $$(( $(SOAK_MINUTES) * 60 + 900 )) -- \
+		env SOAK_MINUTES=$(SOAK_MINUTES) SOAK_ROUND=$(SOAK_ROUND) \
+		SOAK_FAIL_EVERY=$(SOAK_FAIL_EVERY) $(SRC)/tools/testing/soak.sh
+
 install:
 	$(MAKE) -C $(KDIR) M=$(SRC) modules_install
 	@for d in $(TOOL_DIRS); do $(MAKE) -C $$d install || exit 1; done
@@ -82,7 +94,7 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n "3,14p" Makefile | sed 's/^# \{0,1\}//'
+	@sed -n "3,15p" Makefile | sed 's/^# \{0,1\}//'
 
 print-%:
 	@echo '$($*)'
