@@ -574,7 +574,7 @@ loss_timeout() {
 }
 
 # A target that stops answering over a live session (tern_target's
-# inject_stall_ms holds every request 20 s): a read fails with ETIMEDOUT
+# inject_stall_ms holds every request 12 s): a read fails with ETIMEDOUT
 # after max_timeouts=3 expiries of a 1 s io_timeout, not after the stall,
 # nothing waits in D state, and the device serves I/O again once the
 # target answers, the late reply to the cancelled request dropped.
@@ -604,7 +604,7 @@ request_timeout() {
 	wait_bdev "$d" || return 1
 	udevadm settle 2>/dev/null
 	echo 1000 > "/sys/block/$d/queue/io_timeout" && echo 3 > "$mt" &&
-		echo 20000 > "$stall" || return 1
+		echo 12000 > "$stall" || return 1
 	t0=$SECONDS
 	stalled_read_times_out "$d" 4k 33 || rc=1
 	stalled_read_times_out "$d" 64k 3 || rc=1
@@ -627,7 +627,7 @@ request_timeout() {
 	dd if="/dev/$d" of=/dev/null bs=4k count=1 skip=34 iflag=direct \
 		status=none || { echo "read failed once the stall was off"; rc=1; }
 	# the held requests are answered at last; their replies go nowhere
-	while [ $((SECONDS - t0)) -le 25 ]; do
+	while [ $((SECONDS - t0)) -le 20 ]; do
 		sleep 1
 	done
 	dd if="/dev/$d" of=/dev/null bs=64k count=16 iflag=direct status=none ||
