@@ -663,14 +663,9 @@ rw_ok() {	# DEV SEEK
 # good, while a new map works.
 export_disable_while_mapped() {	# DEV mapped on file0
 	local d=$1 pid i t0 frc stuck st d2 d3 rc=0
-	fio --name=removed --filename="/dev/$d" --direct=1 --ioengine=libaio \
-		--rw=randrw --bs=4k --iodepth=16 --size=32M --time_based \
-		--runtime=30 >"$WORK/removed.out" 2>&1 &
-	pid=$!
-	for i in $(seq 50); do
-		[ "$(stat_field "$d" 1)" -gt 1000 ] && break
-		sleep 0.2
-	done
+	fio_busy "$d" "$WORK/removed.out" 1 1000 --name=removed --rw=randrw \
+		--bs=4k --iodepth=16 --size=32M --runtime=30
+	pid=$FIO_PID
 	kill -0 "$pid" 2>/dev/null ||
 		{ echo "fio ended early"; tail -n 5 "$WORK/removed.out"; return 1; }
 	t0=$SECONDS

@@ -160,6 +160,22 @@ kmalloc_settled() {
 	echo "$min"
 }
 
+# fio_busy DEV OUT FIELD MIN FIO_ARGS...: a time-based fio on /dev/DEV
+# in the background (its pid in FIO_PID, its output in OUT), back once
+# stat field FIELD of DEV passed MIN, so that I/O is known to flow, or
+# after 10 s; callers check the job is still running
+fio_busy() {
+	local dev=$1 out=$2 field=$3 min=$4
+	shift 4
+	fio --filename="/dev/$dev" --direct=1 --ioengine=libaio --time_based \
+		"$@" >"$out" 2>&1 &
+	FIO_PID=$!
+	for _ in $(seq 50); do
+		[ "$(stat_field "$dev" "$field")" -gt "$min" ] && return 0
+		sleep 0.2
+	done
+}
+
 # D-state tasks in each of three samples half a second apart
 stuck_in_d() {
 	local i s all=

@@ -230,14 +230,9 @@ two_ports_concurrent() {
 unmap_under_fio() {
 	local d pid i t0 rc=0 frc stuck
 	d=$(map_dev vol0 $SVC0 --lanes 2 --queue-depth 64) || return 1
-	fio --name=unmap --filename="/dev/$d" --direct=1 --ioengine=libaio \
-		--rw=randwrite --bs=4k --iodepth=32 --size=64M --time_based \
-		--runtime=20 >"$WORK/unmap.out" 2>&1 &
-	pid=$!
-	for i in $(seq 50); do
-		[ "$(stat_field "$d" 5)" -gt 100 ] && break
-		sleep 0.2
-	done
+	fio_busy "$d" "$WORK/unmap.out" 5 100 --name=unmap --rw=randwrite \
+		--bs=4k --iodepth=32 --size=64M --runtime=20
+	pid=$FIO_PID
 	sleep 1
 	kill -0 $pid 2>/dev/null || { echo "fio ended before the unmap"; return 1; }
 	echo "writes completed before the unmap: $(stat_field "$d" 5)"
