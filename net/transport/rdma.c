@@ -259,6 +259,7 @@ struct tern_rdma_counters {
 	u64		injected_bad_rkeys;
 	u64		injected_bad_lens;
 	u64		qp_fatal_events;	/* fatal QP async events */
+	u64		addr_changes;		/* ADDR_CHANGE on a lane's cm_id */
 };
 
 static DEFINE_PER_CPU(struct tern_rdma_counters, tern_rdma_stats);
@@ -2158,8 +2159,11 @@ static int tern_rdma_lane_event(struct tern_rdma_lane *tl,
 	case RDMA_CM_EVENT_DISCONNECTED:
 		err = -ECONNRESET;
 		break;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
+		/* the netdev's MAC moved (bond failover): connect anew */
+		TERN_RDMA_STAT(addr_changes, 1);
+		fallthrough;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		err = -ENODEV;
 		break;
 	default:
@@ -2579,6 +2583,7 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		TERN_RDMA_COUNTER(injected_bad_rkeys),
 		TERN_RDMA_COUNTER(injected_bad_lens),
 		TERN_RDMA_COUNTER(qp_fatal_events),
+		TERN_RDMA_COUNTER(addr_changes),
 	};
 #undef TERN_RDMA_COUNTER
 	const u8 *counters;

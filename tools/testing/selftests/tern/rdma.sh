@@ -14,6 +14,10 @@
 #    the link re-created 3 s later: the listener listens again, the lanes
 #    reconnect, the requests are resent, and the run ends with every
 #    request answered once and no error;
+#  - an address on an active-backup bond that takes its active port's MAC:
+#    a failover under a verified run changes the MAC under the cm_ids,
+#    rdma_cm reports ADDR_CHANGE, the lanes connect anew and resend, the
+#    run ends clean and a new session connects;
 #  - one lane carrying 4k reads and 64k reads and writes at once:
 #    replies to inline and to zero-copy requests share SENDs without a
 #    protocol error or reconnect;
@@ -92,10 +96,22 @@ json_field() {
 	sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" "$2"
 }
 
+# survived RC FILE: a verified bench run that lived through a fault exited
+# RC 0, its JSON in FILE shows every request answered once without error,
+# and some were resent
+survived() {
+	local v bad=0
+	[ "$1" = 0 ] || bad=1
+	zc_clean "$2" || bad=1
+	v=$(json_field resends "$2")
+	[ "${v:-0}" -gt 0 ] || { echo "no request was resent"; bad=1; }
+	return $bad
+}
+
 # The device goes away under a verified run and comes back 3 s later:
 # the run must end by itself with every request answered, once.
 device_bounce() {
-	local pid out rc t0 v bad=0
+	local pid out rc t0 bad=0
 	out=$(mktemp)
 	"$TERNADM" bench run "$URI" --json --time 20 --depth 8 --lanes 2 \
 		--size 16k --dir both --verify > "$out" 2>&1 &
@@ -118,13 +134,79 @@ device_bounce() {
 	wait $pid
 	rc=$?
 	echo "run exit $rc, ended $((SECONDS - t0)) s after the device came back"
-	[ "$rc" = 0 ] || bad=1
-	zc_clean "$out" || bad=1
-	v=$(json_field resends "$out")
-	[ "${v:-0}" -gt 0 ] || { echo "no request was resent"; bad=1; }
+	survived "$rc" "$out" || bad=1
 	rm -f "$out"
 	# a new session finds the listener again
 	"$TERNADM" bench run "$URI" --count 100 --verify >/dev/null || bad=1
+	return $bad
+}
+
+# An RDMA device on a bond of two veths, active-backup, the bond's MAC
+# always its active port's (fail_over_mac=active): a failover changes the
+# MAC of the netdev every cm_id on it resolved, the one way to make 6.12's
+# rdma_cm send ADDR_CHANGE (cma_netdev_change(), on NETDEV_BONDING_FAILOVER).
+BOND=ternbond0
+BOND_ADDR=10.78.0.1
+BOND_URI=rdma://$BOND_ADDR:$PORT
+
+bond_setup() {
+	local i
+	modprobe bonding max_bonds=0 &&
+		ip link add "$BOND" type bond mode active-backup miimon 100 \
+			fail_over_mac active || return 1
+	for i in 1 2; do
+		ip link add "ternbp$i" type veth peer name "ternbq$i" &&
+			ip link set "ternbp$i" master "$BOND" &&
+			ip link set "ternbq$i" up || return 1
+	done
+	ip link set "$BOND" mtu 9000 up &&
+		ip addr add "$BOND_ADDR/24" dev "$BOND" &&
+		rdma link add rxebond0 type rxe netdev "$BOND" || return 1
+	# the first port must carry before it can be failed over from
+	for _ in $(seq 50); do
+		[ "$(cat "/sys/class/net/$BOND/bonding/active_slave")" = ternbp1 ] &&
+			[ "$(cat "/sys/class/net/$BOND/operstate")" = up ] && break
+		sleep 0.1
+	done
+	"$TERNADM" bench serve "$BOND_URI"
+}
+
+bond_teardown() {
+	local rc=0
+	"$TERNADM" bench stop "$BOND_URI" || rc=1
+	rdma link delete rxebond0 || rc=1
+	ip link delete "$BOND" || rc=1
+	ip link delete ternbp1 && ip link delete ternbp2 || rc=1
+	modprobe -r bonding || rc=1
+	return $rc
+}
+
+# The bond fails over to its other port under a verified run.
+addr_change() {
+	local pid out rc mac0 mac1 bad=0
+	bond_setup || { bond_teardown; return 1; }
+	out=$(mktemp)
+	zc_snap
+	"$TERNADM" bench run "$BOND_URI" --json --time 8 --depth 8 --lanes 2 \
+		--size 16k --dir both --verify > "$out" 2>&1 &
+	pid=$!
+	sleep 3
+	mac0=$(cat "/sys/class/net/$BOND/address")
+	echo ternbp2 > "/sys/class/net/$BOND/bonding/active_slave" || bad=1
+	mac1=$(cat "/sys/class/net/$BOND/address")
+	echo "bond MAC $mac0 -> $mac1"
+	[ "$mac0" != "$mac1" ] || { echo "the failover kept the MAC"; bad=1; }
+	wait $pid
+	rc=$?
+	echo "run exit $rc"
+	survived "$rc" "$out" || bad=1
+	rm -f "$out"
+	# each lane was told (its peer end too, unless already torn down)
+	zc_moved addr_changes core_reconnects || bad=1
+	[ "$(zc_delta addr_changes)" -ge 2 ] || bad=1
+	# a new session resolves the new MAC
+	"$TERNADM" bench run "$BOND_URI" --count 100 --verify >/dev/null || bad=1
+	bond_teardown || bad=1
 	return $bad
 }
 
@@ -505,11 +587,11 @@ zc_small_rings() {
 	return $bad
 }
 
-ktap_plan 18
+ktap_plan 19
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || ! command -v rdma >/dev/null; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no ternadm"
-	for _ in $(seq 18); do ktap_skip "no RDMA setup"; done
+	for _ in $(seq 19); do ktap_skip "no RDMA setup"; done
 	ktap_finish
 fi
 
@@ -523,6 +605,8 @@ ktap_check "connect to unroutable 192.0.2.1 fails within 3 s" \
 	fails_within 3 "$TERNADM" bench run "rdma://192.0.2.1:$PORT" --count 1
 ktap_check "rdma link delete $DEV0 under a verified run, back 3 s later: listener back, lanes reconnect, requests resent, no error" \
 	device_bounce
+ktap_check "bond failover under a verified run: ADDR_CHANGE, lanes reconnect, no error, new sessions connect" \
+	addr_change
 ktap_check "zero-copy, 1 in ${ZC_EVERY:-40} requests with a bad rkey: remote access errors, lanes reconnect, resent, verified, no error" \
 	zc_inject inject_bad_rkey_every injected_bad_rkeys
 ktap_check "zero-copy, 1 in ${ZC_EVERY:-40} requests with a bad descriptor length: protocol errors, lanes reconnect, resent, verified, no error" \
