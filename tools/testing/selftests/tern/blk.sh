@@ -837,7 +837,7 @@ check "discard on a file export punches a hole; the target counts it" \
 	discard_file "$FD"
 check "WRITE_ZEROES on a file export: counted by the target, reads zeroes" \
 	write_zeroes "$FD" file0
-check "fio crc32c verify with data crc, 64K QD8" fio_verify "$FD" 64k 8 8M
+check "fio crc32c verify with data crc, 64K QD8" fio_verify "$FD" 64k 8 4M
 check "fio verify survives injected lane failures (lanes=1)" \
 	fault_injection "$FD"
 check "the exported file grows: WATCH resizes the device, told or not; rescan" \

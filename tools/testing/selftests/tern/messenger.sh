@@ -16,7 +16,7 @@
 #   TERN_BENCH_PORT  echo port (default 7500)
 #   TERNADM       the ternadm binary (default: the one built in the tree)
 #   FAULT_EVERY   1-in-N transport failures of the fault run (default 100)
-#   FAULT_SECONDS length of the fault run (default 15)
+#   FAULT_SECONDS length of the fault run (default 10)
 
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/stats_lib.sh"
@@ -321,7 +321,7 @@ faults() {
 	local out rc r0 r1 i0 i1 s0 s1
 	r0=$(total_of reconnects) i0=$(total_of injected) s0=$(total_of resends)
 	echo "${FAULT_EVERY:-100}" > /sys/module/tern/parameters/inject_fail_every
-	out=$(bench run "$URI4" --json --time "${FAULT_SECONDS:-15}" --lanes 2 \
+	out=$(bench run "$URI4" --json --time "${FAULT_SECONDS:-10}" --lanes 2 \
 		--depth 16 --size 4k --dir both --verify)
 	rc=$?
 	echo 0 > /sys/module/tern/parameters/inject_fail_every
@@ -427,7 +427,7 @@ check "a run interrupted by a signal ends cleanly; rmmod refused meanwhile" \
 	interrupt
 check "echo counters: no verify errors, no errors, no duplicates" \
 	echo_clean
-check "1 in ${FAULT_EVERY:-100} transport operations failing for ${FAULT_SECONDS:-15}s: all requests complete once, verified, lanes reconnected" \
+check "1 in ${FAULT_EVERY:-100} transport operations failing for ${FAULT_SECONDS:-10}s: all requests complete once, verified, lanes reconnected" \
 	faults
 check "bench stop closes every listener and session" stop_all
 check "rmmod tern_bench tern_$TRANSPORT tern" unload

@@ -78,7 +78,7 @@ fails_within() {
 # rxe_sched_task from rxe_xmit_packet), wedging the guest.
 messenger() {
 	TRANSPORT=rdma FAULT_EVERY=${FAULT_EVERY:-500} \
-		FAULT_SECONDS=${FAULT_SECONDS:-20} "$dir/messenger.sh"
+		FAULT_SECONDS=${FAULT_SECONDS:-12} "$dir/messenger.sh"
 }
 
 setup() {
