@@ -110,6 +110,22 @@ const char *tern_lane_name(struct tern_lane *lane)
 }
 EXPORT_SYMBOL_GPL(tern_lane_name);
 
+/**
+ * tern_lane_index - the lane's position in its session
+ * @lane: a lane
+ *
+ * Known from the start on the requester, where lane i serves the ULP's
+ * queue i (tern_blk: hardware queue i); an accepted lane learns it from
+ * the handshake. Return: the index, or -1 while unknown.
+ */
+int tern_lane_index(struct tern_lane *lane)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+
+	return cl->requester && cl->slot ? cl->slot->idx : -1;
+}
+EXPORT_SYMBOL_GPL(tern_lane_index);
+
 /* The counter at @off of this CPU's copy: nothing shared between CPUs. */
 static void tern_pcpu_stat_add(struct tern_stats __percpu *st, size_t off,
 			       u64 val)

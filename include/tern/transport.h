@@ -171,6 +171,7 @@ static inline u32 tern_frame_data_len(const struct tern_frame *f)
 }
 
 const char *tern_lane_name(struct tern_lane *lane);
+int tern_lane_index(struct tern_lane *lane);
 
 /* Remote data (TERN_FEAT_REMOTE_DATA) was negotiated on @lane. */
 bool tern_lane_remote_data(struct tern_lane *lane);

@@ -130,6 +130,11 @@ module_param(rw_ctxs, uint, 0444);
 MODULE_PARM_DESC(rw_ctxs,
 		 "Send queue room per lane for RDMA READ/WRITE work requests (default 256)");
 
+static bool cq_by_lane = true;
+module_param(cq_by_lane, bool, 0644);
+MODULE_PARM_DESC(cq_by_lane,
+		 "Requester lane i takes its CQ on completion vector i (default on)");
+
 static unsigned int inject_bad_rkey_every;
 module_param(inject_bad_rkey_every, uint, 0644);
 MODULE_PARM_DESC(inject_bad_rkey_every,
@@ -1894,7 +1899,10 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	 * Workqueue polling: the handlers run the lane's I/O themselves
 	 * (tern_rdma_wake()), which may sleep on the responder side.
 	 */
-	tl->cq = ib_cq_pool_get(tl->dev, tl->cq_size, -1, IB_POLL_WORKQUEUE);
+	tl->cq = ib_cq_pool_get(tl->dev, tl->cq_size,
+				READ_ONCE(cq_by_lane) ?
+				tern_lane_index(tl->lane) : -1,
+				IB_POLL_WORKQUEUE);
 	if (IS_ERR(tl->cq)) {
 		err = PTR_ERR(tl->cq);
 		tl->cq = NULL;
