@@ -115,8 +115,9 @@ EXPORT_SYMBOL_GPL(tern_lane_name);
  * @lane: a lane
  *
  * Known from the start on the requester, where lane i serves the ULP's
- * queue i (tern_blk: hardware queue i); an accepted lane learns it from
- * the handshake. Return: the index, or -1 while unknown.
+ * queue i (tern_blk: hardware queue i). An accepted lane learns it only
+ * from the handshake, after its transport set the connection up.
+ * Return: the index of a requester lane, -1 for an accepted one.
  */
 int tern_lane_index(struct tern_lane *lane)
 {
