@@ -25,6 +25,13 @@
 #                           hottest symbols with their share and CPU
 #                           microseconds per I/O ("BLK-PROFILE ");
 #                           diagnostic, never mixed into the samples
+#   BENCH_CALLS [0]         N > 0: after the measured rounds, one more
+#                           run per device and workload of N I/Os per
+#                           job under the function tracer, printing every
+#                           kernel function called at least 0.02 times
+#                           per I/O with its calls per I/O ("BLK-CALLS ");
+#                           exact counts, unlike the sampled profile;
+#                           diagnostic, never mixed into the samples
 #   BENCH_PARAMS            tern module parameters to set before mapping,
 #                           "MODULE.PARAM=VALUE ...", for A/B runs
 #                           (e.g. "tern_tcp.direct_send=0") []
@@ -380,6 +387,69 @@ profile_one() {
 		}'
 }
 
+# Which kernel functions one I/O calls, counted exactly: the function
+# tracer on every CPU over a run of a fixed number of I/Os, each call
+# divided by the I/Os the device completed. Counts do not depend on how
+# fast the host is, so two devices compare even where timings scatter
+# (tools/bench/profile-diff --calls). The tracer slows the guest many
+# times over: the counts are of work, never of time.
+calls_setup() {
+	local t=/sys/kernel/tracing
+	[ -d $t/options ] || mount -t tracefs nodev $t
+	echo 0 > $t/tracing_on
+	echo 131072 > $t/buffer_size_kb
+	echo > $t/set_ftrace_filter
+	echo function > $t/current_tracer
+}
+
+calls_one() {
+	local dev=$1 wl=$2 name rw bs qd jobs st ios lost t=/sys/kernel/tracing
+	local -a x
+	read -r name rw bs qd jobs <<< "$wl"
+	st=/sys/block/${path[$dev]##*/}/stat
+	# untraced first: fio's pages and the device's paths warm
+	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
+		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--numjobs="$jobs" --runtime=1 --time_based --norandommap \
+		--randrepeat=0 --output=/dev/null > "$tmp/calls.err" 2>&1 ||
+		{ log "$dev $name: fio failed"; cat "$tmp/calls.err" >&2; return 1; }
+	echo > $t/trace
+	read -r -a x < "$st"
+	ios=$((x[0] + x[4]))
+	echo 1 > $t/tracing_on
+	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
+		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--numjobs="$jobs" --number_ios="$calls" --norandommap \
+		--randrepeat=0 --output=/dev/null > "$tmp/calls.err" 2>&1 ||
+		{ echo 0 > $t/tracing_on; log "$dev $name: fio failed"; cat "$tmp/calls.err" >&2; return 1; }
+	echo 0 > $t/tracing_on
+	read -r -a x < "$st"
+	ios=$((x[0] + x[4] - ios))
+	lost=$(cat $t/per_cpu/cpu*/stats | awk '/^overrun:/ { n += $2 } END { print n + 0 }')
+	[ "$lost" = 0 ] || { log "$dev $name: the trace lost $lost events"; return 1; }
+	awk -v dev="$dev" -v wl="$name" -v ios="$ios" '
+		/^#/ { next }
+		{
+			for (i = 1; i <= NF; i++)
+				if ($i ~ /^[0-9]+\.[0-9]+:$/) {
+					calls[$(i + 1)]++
+					all++
+					break
+				}
+		}
+		END {
+			if (!ios || !all)
+				exit 1
+			printf "BLK-CALLS %s %s 100.00 %.2f (all functions)\n",
+				dev, wl, all / ios
+			for (f in calls)
+				if (calls[f] / ios >= 0.02)
+					printf "BLK-CALLS %s %s %.2f %.3f %s\n", dev,
+						wl, 100 * calls[f] / all,
+						calls[f] / ios, f
+		}' $t/trace || { log "$dev $name: nothing traced"; return 1; }
+}
+
 failed=0
 n=${#devices[@]}
 for round in $(seq "$rounds"); do
@@ -397,5 +467,15 @@ if [ "$profile" -gt 0 ]; then
 			profile_one "$d" "$wl" || failed=1
 		done
 	done
+fi
+calls=${BENCH_CALLS:-0}
+if [ "$calls" -gt 0 ]; then
+	calls_setup
+	for wl in "${workloads[@]}"; do
+		for d in "${devices[@]}"; do
+			calls_one "$d" "$wl" || failed=1
+		done
+	done
+	echo nop > /sys/kernel/tracing/current_tracer
 fi
 exit "$failed"
