@@ -123,6 +123,9 @@ struct tern_tgt_bind {
 };
 
 /* One request in progress on the target. */
+/* pages of an I/O that needs no bio allocation: 16 KiB */
+#define TERN_TGT_INLINE_VECS	4
+
 struct tern_tgt_io {
 	struct tern_srv_req	*sreq;
 	struct tern_tgt_bind	*bind;
@@ -138,6 +141,9 @@ struct tern_tgt_io {
 	struct tern_tgt_io	*dup;		/* resent copies awaiting us */
 	struct work_struct	work;
 	struct delayed_work	stall_work;	/* inject_stall_ms */
+	/* small I/O goes in a bio of its own, as nvmet's inline bio */
+	struct bio		inline_bio;
+	struct bio_vec		inline_bvec[TERN_TGT_INLINE_VECS];
 	unsigned int		nr_bvec;
 	struct bio_vec		bvec[] __counted_by(nr_bvec);
 };

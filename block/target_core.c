@@ -149,17 +149,22 @@ struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess, u64 handle)
 	struct tern_tgt_bind *b, *old = NULL;
 	struct tern_session_info si;
 
-	tern_session_get_info(sess, &si);
 	spin_lock(&tern_tgt_bind_lock);
 	b = tern_session_priv(sess);
-	if (!b || b->handle != handle || !b->hashed) {
-		b = tern_tgt_bind_find_locked(handle);
-		if (!b || b->session_id != si.session_id) {
-			spin_unlock(&tern_tgt_bind_lock);
-			return NULL;
-		}
-		old = tern_tgt_attach_locked(sess, b);
+	if (b && b->handle == handle && b->hashed)
+		goto found;
+	spin_unlock(&tern_tgt_bind_lock);
+
+	/* not the session's binding: one it may claim again, by session id */
+	tern_session_get_info(sess, &si);
+	spin_lock(&tern_tgt_bind_lock);
+	b = tern_tgt_bind_find_locked(handle);
+	if (!b || b->session_id != si.session_id) {
+		spin_unlock(&tern_tgt_bind_lock);
+		return NULL;
 	}
+	old = tern_tgt_attach_locked(sess, b);
+found:
 	kref_get(&b->ref);
 	spin_unlock(&tern_tgt_bind_lock);
 	if (old)

@@ -209,7 +209,10 @@ static void tern_tgt_bio_end_io(struct bio *bio)
 
 	if (err)
 		tern_tgt_count(io->exp, TERN_TGT_STAT_ERRORS);
-	bio_put(bio);
+	if (bio == &io->inline_bio)
+		bio_uninit(bio);
+	else
+		bio_put(bio);
 	tern_tgt_io_complete(io, err);
 }
 
@@ -234,8 +237,14 @@ static void tern_tgt_bdev_rw(struct tern_tgt_io *io)
 			tern_tgt_count(io->exp, TERN_TGT_STAT_FUA);
 	}
 
-	bio = bio_alloc(bdev, min_t(unsigned int, left, BIO_MAX_VECS), opf,
-			GFP_NOIO);
+	if (left <= TERN_TGT_INLINE_VECS) {
+		/* bio_add_page() cannot fill it: no chain follows */
+		bio = &io->inline_bio;
+		bio_init(bio, bdev, io->inline_bvec, TERN_TGT_INLINE_VECS, opf);
+	} else {
+		bio = bio_alloc(bdev, min_t(unsigned int, left, BIO_MAX_VECS),
+				opf, GFP_NOIO);
+	}
 	bio->bi_iter.bi_sector = sector;
 	for (i = 0; i < io->nr_bvec; i++) {
 		struct bio_vec *bv = &io->bvec[i];

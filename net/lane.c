@@ -7,8 +7,10 @@
  * the core validates every header field before it is used, sizes the
  * receive buffers and dispatches complete frames.
  *
- * Locking: lane->tx_lock protects tx_queue, tx_cur, the *_queued flags and
- * tx_closed. Receive state (lane->pub.rx, rx_seq, last_rx) belongs to the
+ * Locking: lane->tx_lock protects tx_queue, the *_queued flags and
+ * tx_closed. tx_cur belongs to the transport's sender while the lane runs
+ * (set under the lock, cleared for data frames without it) and to
+ * teardown after ->shutdown. Receive state (lane->pub.rx, rx_seq, last_rx) belongs to the
  * transport worker. Teardown runs from a core work item: it closes the
  * transmit side, has the transport stop synchronously, cancels the
  * keepalive work and only then hands queued frames back to the session.
@@ -370,10 +372,17 @@ struct tern_frame *tern_lane_tx_next(struct tern_lane *lane)
 	struct tern_core_lane *cl = to_core_lane(lane);
 	struct tern_frame *f;
 
-	if (test_bit(TERN_LANE_F_DYING, &cl->flags))
+	/*
+	 * Transports poll here more often than frames come: an empty queue
+	 * is answered without the lock. A frame queued right after this
+	 * look is not lost: its queuer kicks or pushes the transport after
+	 * it queued.
+	 */
+	if (!tern_lane_tx_pending(lane) ||
+	    test_bit(TERN_LANE_F_DYING, &cl->flags))
 		return NULL;
 	/* Fault injection counts frames, not idle polls. */
-	if (tern_lane_tx_pending(lane) && tern_lane_inject(cl))
+	if (tern_lane_inject(cl))
 		return NULL;
 
 	spin_lock_bh(&cl->tx_lock);
@@ -438,6 +447,19 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 	struct tern_core_lane *cl = to_core_lane(lane);
 	bool close = false;
 
+	/*
+	 * A request or reply needs no lock while the lane runs: only the
+	 * transport's sender, one at a time, sets and clears tx_cur, and
+	 * teardown looks at it after ->shutdown. Control frames' queued
+	 * flags and a refusal's close take the lock.
+	 */
+	if ((frame->kind == TERN_FRAME_REQUEST ||
+	     frame->kind == TERN_FRAME_REPLY) &&
+	    !test_bit(TERN_LANE_F_CLOSE_TX, &cl->flags)) {
+		if (cl->tx_cur == frame)
+			cl->tx_cur = NULL;
+		goto done;
+	}
 	spin_lock_bh(&cl->tx_lock);
 	/* A transport holding frames may finish them out of order. */
 	if (cl->tx_cur == frame)
@@ -452,7 +474,7 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 	    list_empty(&cl->tx_queue))
 		close = true;
 	spin_unlock_bh(&cl->tx_lock);
-
+done:
 	TERN_LANE_STAT(cl, tx_msgs, 1);
 	TERN_LANE_STAT(cl, tx_bytes, sizeof(frame->hdr) +
 		       tern_frame_front_len(frame) +

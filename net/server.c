@@ -40,7 +40,8 @@ static void tern_srv_req_free(struct tern_srv_req *sreq)
 		tern_data_page_free(sreq->core_bvec[i].bv_page);
 	kfree(sreq->core_bvec);
 	kfree(sreq->rdesc);
-	kfree(sreq->front_buf);
+	if (sreq->front_buf != sreq->front_inline)
+		kfree(sreq->front_buf);
 	kfree(sreq->reply_front_buf);
 	if (sreq->lane)
 		tern_lane_put(to_core_lane(sreq->lane));
@@ -284,18 +285,22 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 		return -EPROTO;
 	}
 
+	/* a block request's front fits in the request: one allocation */
 	sreq = kzalloc(sizeof(*sreq), GFP_NOIO);
-	if (sreq && rx->front_len) {
+	if (sreq && rx->front_len > sizeof(sreq->front_inline)) {
 		sreq->front_buf = kmalloc(rx->front_len, GFP_NOIO);
 		if (!sreq->front_buf) {
 			kfree(sreq);
 			sreq = NULL;
 		}
+	} else if (sreq && rx->front_len) {
+		sreq->front_buf = sreq->front_inline;
 	}
 	if (sreq && remote) {
 		sreq->rdesc = kmalloc(rx->data_len, GFP_NOIO);
 		if (!sreq->rdesc) {
-			kfree(sreq->front_buf);
+			if (sreq->front_buf != sreq->front_inline)
+				kfree(sreq->front_buf);
 			kfree(sreq);
 			sreq = NULL;
 		}

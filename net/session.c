@@ -193,7 +193,12 @@ static void tern_req_unlink_locked(struct tern_request *req)
 	}
 	hash_del(&req->hash);
 	list_del_init(&req->backlog);
-	if (req->lane)
+	/*
+	 * Most frames left their queue long ago. Only a holder of
+	 * sess->lock queues a request, so one seen off its queue here stays
+	 * off: no need for the lane's lock.
+	 */
+	if (req->lane && !list_empty(&req->frame.entry))
 		tern_lane_dequeue_frame(to_core_lane(req->lane), &req->frame);
 	req->lane = NULL;
 }

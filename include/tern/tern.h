@@ -158,7 +158,8 @@ struct tern_srv_req {
 	/* private: the core's */
 	struct tern_frame	frame;
 	struct tern_lane	*lane;
-	void			*front_buf;
+	void			*front_buf;	/* front_inline or kmalloc'ed */
+	u64			front_inline[8];	/* fronts up to 64 bytes */
 	void			*reply_front_buf;
 	struct bio_vec		*core_bvec;	/* core allocated rx pages */
 	unsigned int		core_nr_bvec;

@@ -50,6 +50,7 @@
 #include <linux/completion.h>
 #include <linux/debugfs.h>
 #include <linux/inet.h>
+#include <linux/llist.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/random.h>
@@ -180,7 +181,8 @@ struct tern_rdma_ref {
 struct tern_rdma_buf {
 	struct ib_cqe		cqe;
 	struct tern_rdma_lane	*tl;
-	struct list_head	entry;	/* tl->rx_done */
+	struct list_head	entry;	/* tl->rx_ready */
+	struct llist_node	rx_node;	/* tl->rx_done */
 	void			*addr;
 	u64			dma;
 	u32			len;	/* receive: bytes received */
@@ -293,8 +295,10 @@ struct tern_rdma_lane {
 	bool			qp_created;
 	struct work_struct	io_work;
 
-	spinlock_t		lock;		/* the eight below */
-	struct list_head	rx_done;	/* completed receive buffers */
+	/* completed receive buffers, newest first: handlers add locklessly */
+	struct llist_head	rx_done;
+
+	spinlock_t		lock;		/* the seven below */
 	unsigned int		tx_completed;
 	bool			tx_stalled;	/* io_work waits for the SQ */
 	bool			ready;		/* io_work may run */
@@ -454,9 +458,7 @@ static void tern_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	buf->len = wc->byte_len;
 	buf->inv = wc->wc_flags & IB_WC_WITH_INVALIDATE;
 	buf->inv_rkey = buf->inv ? wc->ex.invalidate_rkey : 0;
-	spin_lock_bh(&tl->lock);
-	list_add_tail(&buf->entry, &tl->rx_done);
-	spin_unlock_bh(&tl->lock);
+	llist_add(&buf->rx_node, &tl->rx_done);
 	tern_rdma_wake(tl);
 }
 
@@ -1140,14 +1142,15 @@ static int tern_rdma_rx_msg(struct tern_rdma_lane *tl,
 /* Return: 1 if a message was consumed, 0 if none is waiting, <0. */
 static int tern_rdma_recv_step(struct tern_rdma_lane *tl)
 {
-	struct tern_rdma_buf *buf;
+	struct tern_rdma_buf *buf, *next;
+	struct llist_node *done;
 	int ret;
 
-	/* one lock for every message that arrived since the last look */
-	if (list_empty(&tl->rx_ready) && !list_empty(&tl->rx_done)) {
-		spin_lock_bh(&tl->lock);
-		list_splice_tail_init(&tl->rx_done, &tl->rx_ready);
-		spin_unlock_bh(&tl->lock);
+	/* every message that arrived since the last look, oldest first */
+	if (list_empty(&tl->rx_ready) && !llist_empty(&tl->rx_done)) {
+		done = llist_reverse_order(llist_del_all(&tl->rx_done));
+		llist_for_each_entry_safe(buf, next, done, rx_node)
+			list_add_tail(&buf->entry, &tl->rx_ready);
 	}
 	buf = list_first_entry_or_null(&tl->rx_ready, struct tern_rdma_buf,
 				       entry);
@@ -1683,14 +1686,14 @@ static void tern_rdma_io_work(struct work_struct *work)
 		tern_rdma_io_run(tl);
 }
 
+/*
+ * Both flags change under tl->lock but are read here without it: a
+ * handler serialises with teardown through the CQ (ib_drain_qp() waits
+ * for it), a submitter through the core's count of pushers.
+ */
 static bool tern_rdma_io_live(struct tern_rdma_lane *tl)
 {
-	bool live;
-
-	spin_lock_bh(&tl->lock);
-	live = tl->ready && !tl->stopped;
-	spin_unlock_bh(&tl->lock);
-	return live;
+	return READ_ONCE(tl->ready) && !READ_ONCE(tl->stopped);
 }
 
 /*
@@ -1848,7 +1851,7 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 		return NULL;
 	tl->kind = TERN_RDMA_CTX_LANE;
 	spin_lock_init(&tl->lock);
-	INIT_LIST_HEAD(&tl->rx_done);
+	init_llist_head(&tl->rx_done);
 	INIT_LIST_HEAD(&tl->rx_ready);
 	INIT_LIST_HEAD(&tl->op_done);
 	INIT_LIST_HEAD(&tl->mrs);
@@ -2106,7 +2109,7 @@ static void tern_rdma_lane_go(struct tern_rdma_lane *tl)
 	int err;
 
 	spin_lock_bh(&tl->lock);
-	tl->ready = true;
+	WRITE_ONCE(tl->ready, true);
 	err = tl->early_err;
 	tern_rdma_kick_locked(tl);	/* receives may already be waiting */
 	spin_unlock_bh(&tl->lock);
@@ -2435,7 +2438,7 @@ static void tern_rdma_shutdown(struct tern_lane *lane)
 	if (!tl)
 		return;
 	spin_lock_bh(&tl->lock);
-	tl->stopped = true;
+	WRITE_ONCE(tl->stopped, true);
 	spin_unlock_bh(&tl->lock);
 	rdma_disconnect(tl->cm_id);
 	tern_rdma_lane_free(tl);
