@@ -11,6 +11,7 @@
 #include <linux/configfs.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -39,6 +40,10 @@ enum tern_tgt_stat {
 	TERN_TGT_STAT_WRITE_ZEROES,
 	TERN_TGT_STAT_ERRORS,		/* failed in the backend */
 	TERN_TGT_STAT_NR,
+};
+
+struct tern_tgt_stats {
+	u64	count[TERN_TGT_STAT_NR];
 };
 
 /**
@@ -74,7 +79,8 @@ struct tern_tgt_export {
 	unsigned int		nr_io;
 	wait_queue_head_t	io_wait;
 
-	atomic64_t		stats[TERN_TGT_STAT_NR];
+	/* per CPU: every lane of every session counts here */
+	struct tern_tgt_stats __percpu *stats;
 };
 
 /* A link ports/NAME/exports/X -> exports/X. */
@@ -156,7 +162,7 @@ extern struct workqueue_struct *tern_tgt_wq;
 static inline void tern_tgt_count(struct tern_tgt_export *exp,
 				  enum tern_tgt_stat stat)
 {
-	atomic64_inc(&exp->stats[stat]);
+	this_cpu_inc(exp->stats->count[stat]);
 }
 
 /* target_configfs.c */

@@ -72,6 +72,7 @@ static void tern_tgt_export_release(struct kref *ref)
 						   ref);
 
 	kfree(exp->device_path);
+	free_percpu(exp->stats);
 	kfree(exp);
 }
 
@@ -334,12 +335,16 @@ static ssize_t tern_tgt_export_stats_show(struct config_item *item,
 					  char *page)
 {
 	struct tern_tgt_export *exp = to_export(item);
-	int i, len = 0;
+	int i, cpu, len = 0;
+	u64 sum;
 
-	for (i = 0; i < TERN_TGT_STAT_NR; i++)
-		len += sysfs_emit_at(page, len, "%s %lld\n",
-				     tern_tgt_stat_names[i],
-				     atomic64_read(&exp->stats[i]));
+	for (i = 0; i < TERN_TGT_STAT_NR; i++) {
+		sum = 0;
+		for_each_possible_cpu(cpu)
+			sum += per_cpu_ptr(exp->stats, cpu)->count[i];
+		len += sysfs_emit_at(page, len, "%s %llu\n",
+				     tern_tgt_stat_names[i], sum);
+	}
 	return len;
 }
 
@@ -388,6 +393,11 @@ static struct config_group *tern_tgt_exports_make(struct config_group *group,
 	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
 	if (!exp)
 		return ERR_PTR(-ENOMEM);
+	exp->stats = alloc_percpu(struct tern_tgt_stats);
+	if (!exp->stats) {
+		kfree(exp);
+		return ERR_PTR(-ENOMEM);
+	}
 	kref_init(&exp->ref);
 	mutex_init(&exp->lock);
 	spin_lock_init(&exp->io_lock);

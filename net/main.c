@@ -23,8 +23,8 @@ struct workqueue_struct *tern_wq;
 DEFINE_PER_CPU(struct tern_live_objects, tern_live_objects);
 struct dentry *tern_debugfs_root;
 
-static unsigned int inject_fail_every;
-module_param(inject_fail_every, uint, 0644);
+unsigned int tern_inject_fail_every;
+module_param_named(inject_fail_every, tern_inject_fail_every, uint, 0644);
 MODULE_PARM_DESC(inject_fail_every,
 		 "Fail a transport operation on a live lane with a chance of one in N (0 = off; testing only)");
 
@@ -69,7 +69,7 @@ bool tern_inject_crc(void)
  */
 bool tern_inject_fault(void)
 {
-	return tern_inject_one_in(READ_ONCE(inject_fail_every));
+	return tern_inject_one_in(READ_ONCE(tern_inject_fail_every));
 }
 
 static struct tern_transport_ops *tern_transport_find(const char *name)
@@ -207,7 +207,7 @@ static int __init tern_init(void)
 
 	tern_debugfs_root = debugfs_create_dir("tern", NULL);
 	debugfs_create_u32("inject_fail_every", 0600, tern_debugfs_root,
-			   &inject_fail_every);
+			   &tern_inject_fail_every);
 	debugfs_create_u32("inject_crc_every", 0600, tern_debugfs_root,
 			   &inject_crc_every);
 	debugfs_create_file("objects", 0400, tern_debugfs_root, NULL,

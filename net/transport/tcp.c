@@ -175,6 +175,16 @@ static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
 		};
 		struct iov_iter iter;
 
+		/*
+		 * Between messages the queue is mostly empty: say so without
+		 * a recvmsg() (socket lock, LSM hooks) that would only find
+		 * nothing. Bytes queued after this look wake io_work through
+		 * sk_data_ready, and EOF or errors are found on that run.
+		 */
+		if (skb_queue_empty_lockless(&tl->sock->sk->sk_receive_queue) &&
+		    !READ_ONCE(tl->sock->sk->sk_err) &&
+		    !(READ_ONCE(tl->sock->sk->sk_shutdown) & RCV_SHUTDOWN))
+			return 0;
 		iov_iter_kvec(&iter, ITER_DEST, &kv, 1, kv.iov_len);
 		ret = tern_tcp_recv_iter(tl, &iter);
 		if (ret <= 0)
@@ -411,7 +421,16 @@ static void tern_tcp_io_work(struct work_struct *work)
 	if (READ_ONCE(tl->failed))
 		return;
 	do {
-		sent = tern_tcp_send_some(tl);
+		/*
+		 * Nothing to send most rounds: skip the TX_BUSY handshake
+		 * then. A frame queued after this look is pushed or kicked
+		 * by its queuer; a cork left by a cancelled frame is undone
+		 * by the send step.
+		 */
+		sent = 0;
+		if (READ_ONCE(tl->tx_frame) || READ_ONCE(tl->tx_corked) ||
+		    tern_lane_tx_pending(tl->lane))
+			sent = tern_tcp_send_some(tl);
 		if (sent < 0)
 			goto fail;
 		received = tern_tcp_recv_step(tl);
