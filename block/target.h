@@ -128,10 +128,10 @@ struct tern_tgt_bind {
 	struct list_head	writes;		/* modifying I/O in progress */
 };
 
-/* One request in progress on the target. */
 /* pages of an I/O that needs no bio allocation: 16 KiB */
 #define TERN_TGT_INLINE_VECS	4
 
+/* One request in progress on the target. */
 struct tern_tgt_io {
 	struct tern_srv_req	*sreq;
 	struct tern_tgt_bind	*bind;

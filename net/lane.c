@@ -10,10 +10,11 @@
  * Locking: lane->tx_lock protects tx_queue, the *_queued flags and
  * tx_closed. tx_cur belongs to the transport's sender while the lane runs
  * (set under the lock, cleared for data frames without it) and to
- * teardown after ->shutdown. Receive state (lane->pub.rx, rx_seq, last_rx) belongs to the
- * transport worker. Teardown runs from a core work item: it closes the
- * transmit side, has the transport stop synchronously, cancels the
- * keepalive work and only then hands queued frames back to the session.
+ * teardown after ->shutdown. Receive state (lane->pub.rx, rx_seq,
+ * last_rx) belongs to the transport worker. Teardown runs from a core
+ * work item: it closes the transmit side, has the transport stop
+ * synchronously, cancels the keepalive work and only then hands queued
+ * frames back to the session.
  * Lifetime: kref; the creator's reference is dropped by teardown, the
  * teardown work, server requests and session slots-in-use hold others.
  */
