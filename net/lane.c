@@ -9,8 +9,8 @@
  *
  * Locking: lane->tx_lock protects tx_queue, the *_queued flags and
  * tx_closed. tx_cur belongs to the transport's sender while the lane runs
- * (set under the lock, cleared for data frames without it) and to
- * teardown after ->shutdown. Receive state (lane->pub.rx, rx_seq,
+ * (set under the lock, cleared without it) and to teardown after
+ * ->shutdown. Receive state (lane->pub.rx, rx_seq,
  * last_rx) belongs to the transport worker. Teardown runs from a core
  * work item: it closes the transmit side, has the transport stop
  * synchronously, cancels the keepalive work and only then hands queued
@@ -449,22 +449,18 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 	bool close = false;
 
 	/*
-	 * A request or reply needs no lock while the lane runs: only the
-	 * transport's sender, one at a time, sets and clears tx_cur, and
-	 * teardown looks at it after ->shutdown. Control frames' queued
-	 * flags and a refusal's close take the lock.
+	 * A transport holding frames may finish them out of order. tx_cur
+	 * is the sender's (see the top of this file): no lock for it, so a
+	 * request or reply needs none; control frames' queued flags and a
+	 * refusal's close do.
 	 */
-	if ((frame->kind == TERN_FRAME_REQUEST ||
-	     frame->kind == TERN_FRAME_REPLY) &&
-	    !test_bit(TERN_LANE_F_CLOSE_TX, &cl->flags)) {
-		if (cl->tx_cur == frame)
-			cl->tx_cur = NULL;
-		goto done;
-	}
-	spin_lock_bh(&cl->tx_lock);
-	/* A transport holding frames may finish them out of order. */
 	if (cl->tx_cur == frame)
 		cl->tx_cur = NULL;
+	if ((frame->kind == TERN_FRAME_REQUEST ||
+	     frame->kind == TERN_FRAME_REPLY) &&
+	    !test_bit(TERN_LANE_F_CLOSE_TX, &cl->flags))
+		goto done;
+	spin_lock_bh(&cl->tx_lock);
 	if (frame == &cl->ping_frame)
 		cl->ping_queued = false;
 	else if (frame == &cl->pong_frame)

@@ -30,6 +30,12 @@
 #define TERN_SREQ_ULP		0	/* the ULP has seen it: call ->release */
 #define TERN_SREQ_REPLIED	1
 
+static void tern_srv_req_free_front(struct tern_srv_req *sreq)
+{
+	if (sreq->front_buf != sreq->front_inline)
+		kfree(sreq->front_buf);
+}
+
 static void tern_srv_req_free(struct tern_srv_req *sreq)
 {
 	struct tern_session *sess = sreq->sess;
@@ -40,8 +46,7 @@ static void tern_srv_req_free(struct tern_srv_req *sreq)
 		tern_data_page_free(sreq->core_bvec[i].bv_page);
 	kfree(sreq->core_bvec);
 	kfree(sreq->rdesc);
-	if (sreq->front_buf != sreq->front_inline)
-		kfree(sreq->front_buf);
+	tern_srv_req_free_front(sreq);
 	kfree(sreq->reply_front_buf);
 	if (sreq->lane)
 		tern_lane_put(to_core_lane(sreq->lane));
@@ -299,8 +304,7 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 	if (sreq && remote) {
 		sreq->rdesc = kmalloc(rx->data_len, GFP_NOIO);
 		if (!sreq->rdesc) {
-			if (sreq->front_buf != sreq->front_inline)
-				kfree(sreq->front_buf);
+			tern_srv_req_free_front(sreq);
 			kfree(sreq);
 			sreq = NULL;
 		}
