@@ -700,7 +700,8 @@ EXPORT_SYMBOL_GPL(tern_lane_rx_header);
  * A large frame on a slow path carries no header for a while: what
  * arrives of its body keeps the keepalive timer from killing the lane.
  * A peer that trickles a reply for ever is stopped by the requester's own
- * timeouts (tern_cancel() resets the receiving lane) and by max_resends.
+ * timeouts (tern_cancel() resets the receiving lane) and by
+ * tern.max_lane_faults.
  */
 void tern_lane_rx_progress(struct tern_lane *lane)
 {
@@ -812,8 +813,10 @@ static void tern_lane_rx_cleanup(struct tern_core_lane *cl)
 		tern_server_rx_abort(cl);
 	if (rx->req && sess) {
 		spin_lock_bh(&sess->lock);
-		if (rx->req->rx_lane == &cl->pub)
+		if (rx->req->rx_lane == &cl->pub) {
 			rx->req->rx_lane = NULL;
+			rx->req->lane_faults++;	/* its reply was cut off */
+		}
 		spin_unlock_bh(&sess->lock);
 	}
 	rx->req = NULL;

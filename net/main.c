@@ -38,10 +38,10 @@ module_param_named(max_handshakes, tern_max_handshakes, uint, 0644);
 MODULE_PARM_DESC(max_handshakes,
 		 "Accepted connections per endpoint allowed to be in handshake at once (default 256)");
 
-unsigned int tern_max_resends = 16;
-module_param_named(max_resends, tern_max_resends, uint, 0644);
-MODULE_PARM_DESC(max_resends,
-		 "Fail a request with -EIO after it was resent this many times after lane failures (0 = never; default 16)");
+unsigned int tern_max_lane_faults = 8;
+module_param_named(max_lane_faults, tern_max_lane_faults, uint, 0644);
+MODULE_PARM_DESC(max_lane_faults,
+		 "Fail a request with -EIO once this many lanes died while sending it or receiving its reply (0 = never; default 8)");
 
 static unsigned int inject_crc_every;
 module_param(inject_crc_every, uint, 0644);

@@ -377,6 +377,7 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	req->reply_front_len = 0;
 	req->reply_data_len = 0;
 	req->resends = 0;
+	req->lane_faults = 0;
 	req->lane = NULL;
 	req->rx_lane = NULL;
 
@@ -931,7 +932,7 @@ void tern_session_lane_down(struct tern_session *sess,
 	struct tern_request *req, *put_req = NULL;
 	struct tern_frame *f, *ftmp, *cur;
 	struct tern_lane_slot *slot = cl->slot;
-	unsigned int bkt, max_resends;
+	unsigned int bkt, max_faults;
 	LIST_HEAD(drop_sreqs);
 	struct hlist_node *tmp;
 	LIST_HEAD(exhausted);
@@ -971,16 +972,20 @@ void tern_session_lane_down(struct tern_session *sess,
 	}
 
 	/*
-	 * Sent, or partly sent, on this lane: resend, up to max_resends
-	 * times. A request that keeps killing its lanes (a peer that never
-	 * finishes its reply, or one the peer cannot take) fails instead of
-	 * going round for ever.
+	 * Sent, or partly sent, on this lane: resend. A request whose own
+	 * frames keep dying with their lanes (a reply the peer trickles
+	 * until it is cut off, a request the peer drops the lane for) fails
+	 * once max_lane_faults lanes died in the middle of it, instead of
+	 * going round for ever; requests that merely waited on a lane that
+	 * failed are resent however often that happens.
 	 */
-	max_resends = READ_ONCE(tern_max_resends);
+	if (put_req)
+		put_req->lane_faults++;
+	max_faults = READ_ONCE(tern_max_lane_faults);
 	hash_for_each_safe(sess->pending, bkt, tmp, req, hash) {
 		if (req->lane != &cl->pub)
 			continue;
-		if (max_resends && req->resends >= max_resends &&
+		if (max_faults && req->lane_faults >= max_faults &&
 		    !req->rx_lane) {
 			tern_req_unlink_locked(req);
 			list_add_tail(&req->backlog, &exhausted);
@@ -1027,8 +1032,8 @@ void tern_session_lane_down(struct tern_session *sess,
 
 	wake_up_all(&sess->wait);
 	if (!list_empty(&exhausted)) {
-		pr_warn_ratelimited("%s: failing requests sent %u times without a reply\n",
-				    cl->name, max_resends + 1);
+		pr_warn_ratelimited("%s: failing requests whose frames %u lanes died in the middle of\n",
+				    cl->name, max_faults);
 		tern_req_fail_list(&exhausted, -EIO, &sess->failed);
 	}
 	list_for_each_entry_safe(f, ftmp, &drop_sreqs, entry) {

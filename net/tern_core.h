@@ -239,7 +239,7 @@ extern struct workqueue_struct *tern_wq;
 extern struct dentry *tern_debugfs_root;
 extern unsigned int tern_handshake_timeout_ms;
 extern unsigned int tern_max_handshakes;
-extern unsigned int tern_max_resends;
+extern unsigned int tern_max_lane_faults;
 
 /* Live objects, checked at module unload: a cheap leak detector. */
 enum tern_obj {

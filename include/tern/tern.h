@@ -122,6 +122,7 @@ struct tern_request {
 	struct tern_lane	*rx_lane;	/* lane receiving its reply */
 	refcount_t		ref;
 	u64			tid;
+	unsigned int		lane_faults;	/* lanes lost mid-frame of it */
 	bool			reserved;	/* TERN_SEND_RESERVED */
 };
 

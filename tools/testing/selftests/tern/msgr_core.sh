@@ -5,7 +5,8 @@
 # loading it runs its checks (sizes 0..1 MiB at offsets 0/1/513/4095 both
 # ways over IPv4 and IPv6, 1..4 lanes, CRC on and off, replies from hard
 # interrupt context, a burst above the queue depth, concurrent senders,
-# bad URIs, fast failure on a closed port, loss timeout and reconnection
+# bad URIs, fast failure on a closed port, reply statuses that are no
+# errno (seen as -EREMOTEIO), loss timeout and reconnection
 # to a restarted peer, keepalive timeout and resend), and fails to load
 # if one fails. Then the same checks again under transport fault
 # injection and under data CRC failures, the debugfs statistics, the

@@ -48,6 +48,7 @@ enum tt_op {
 	TT_OP_READ,		/* responder data pushed */
 	TT_OP_STALL,		/* first copy blocks the responder's lane */
 	TT_OP_HARDIRQ,		/* answered from a hard interrupt */
+	TT_OP_STATUS,		/* answered with status (s32)len, any value */
 };
 
 struct tt_front {
@@ -305,6 +306,11 @@ static void tt_request(struct tern_srv_req *sreq)
 				return;
 			status = -ENOMEM;
 			break;
+		case TT_OP_STATUS:
+			/* what a broken or hostile responder could send */
+			if (tern_reply(sreq, (s32)le32_to_cpu(f->len), NULL, 0))
+				atomic_inc(&tt_srv_bad);
+			return;
 		case TT_OP_STALL:
 			/* Starve the requester's keepalive: it must resend. */
 			if (!sreq->resent)
@@ -441,6 +447,47 @@ static int tt_one(struct tern_session *sess, enum tt_op op, u32 len,
 	err = tt_req_wait(r, tt_wait_jiffies(), what) ?: tt_req_check(r, what);
 out:
 	tt_buf_free(&r->buf);
+	kfree(r);
+	return err;
+}
+
+/*
+ * A reply status reaches the requester only as an errno tern knows; any
+ * other value from the wire (positive, below -MAX_ERRNO, or one the core
+ * keeps for local events) arrives as -EREMOTEIO.
+ */
+static int tt_statuses(struct tern_session *sess, const char *name)
+{
+	static const struct {
+		s32 sent;
+		int seen;
+	} cases[] = {
+		{ 0, 0 }, { -EIO, -EIO }, { -ESTALE, -ESTALE },
+		{ -ENOMEM, -ENOMEM }, { -EREMOTEIO, -EREMOTEIO },
+		{ -ECANCELED, -EREMOTEIO }, { -ENOTSUPP, -EREMOTEIO },
+		{ -MAX_ERRNO, -EREMOTEIO }, { -5000, -EREMOTEIO },
+		{ 7, -EREMOTEIO }, { S32_MIN, -EREMOTEIO },
+	};
+	unsigned int i;
+	struct tt_req *r;
+	int err = 0;
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	for (i = 0; i < ARRAY_SIZE(cases) && !err; i++) {
+		tt_req_prep(r, TT_OP_STATUS, (u32)cases[i].sent, i, 0);
+		err = tern_send(sess, &r->req, 0) ?:
+		      tt_req_wait(r, tt_wait_jiffies(), "status");
+		if (err)
+			break;
+		if (r->req.status || r->req.reply_status != cases[i].seen) {
+			pr_err("%s: status %d sent, %d/%d seen, want 0/%d\n",
+			       name, cases[i].sent, r->req.status,
+			       r->req.reply_status, cases[i].seen);
+			err = -EIO;
+		}
+	}
 	kfree(r);
 	return err;
 }
@@ -639,6 +686,8 @@ static int tt_session(const char *uri, unsigned int lanes, bool crc,
 		err = -EIO;
 	} else {
 		err = tt_sizes(sess, name);
+		if (!err)
+			err = tt_statuses(sess, name);
 		if (!err)
 			err = tt_burst(sess, name);
 		if (!err)
