@@ -36,7 +36,7 @@ static int tern_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "lanes %u\n", ep->nr_lanes);
 	seq_printf(m, "sessions %u\n", ep->nr_sessions);
 	seq_printf(m, "handshakes %u\n", ep->nr_handshakes);
-	seq_printf(m, "bound_lanes %u\n", ep->nr_lanes - ep->nr_handshakes);
+	seq_printf(m, "bound_lanes %u\n", tern_ep_bound_lanes(ep));
 	seq_printf(m, "refused_handshakes %llu\n", ep->refused_handshakes);
 	seq_printf(m, "refused_sessions %llu\n", ep->refused_sessions);
 	seq_printf(m, "refused_lanes %llu\n", ep->refused_lanes);

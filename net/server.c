@@ -209,7 +209,7 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 		spin_unlock_bh(&sess->lock);
 	}
 	cap = READ_ONCE(tern_max_lanes);
-	if (!rejoin && ep->nr_lanes - ep->nr_handshakes >= cap) {
+	if (!rejoin && tern_ep_bound_lanes(ep) >= cap) {
 		tern_refuse_cap(cl, &ep->refused_lanes, "lanes", cap);
 		mutex_unlock(&ep->lock);
 		return 0;

@@ -242,6 +242,17 @@ struct tern_endpoint {
 	struct tern_stats __percpu	*stats;		/* unbound lanes */
 };
 
+/*
+ * Lanes of @ep past their handshake (bound, or requesters), under
+ * ep->lock. tern_lane_accept() counts a handshake just before its lane,
+ * so there may be one handshake more than lanes for a moment.
+ */
+static inline unsigned int tern_ep_bound_lanes(const struct tern_endpoint *ep)
+{
+	return ep->nr_lanes > ep->nr_handshakes ?
+	       ep->nr_lanes - ep->nr_handshakes : 0;
+}
+
 extern struct workqueue_struct *tern_wq;
 extern struct dentry *tern_debugfs_root;
 extern unsigned int tern_handshake_timeout_ms;
