@@ -36,7 +36,12 @@ static int tern_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "lanes %u\n", ep->nr_lanes);
 	seq_printf(m, "sessions %u\n", ep->nr_sessions);
 	seq_printf(m, "handshakes %u\n", ep->nr_handshakes);
+	seq_printf(m, "bound_lanes %u\n", tern_ep_bound_lanes(ep));
+	seq_printf(m, "refused_handshakes %llu\n", ep->refused_handshakes);
+	seq_printf(m, "refused_sessions %llu\n", ep->refused_sessions);
+	seq_printf(m, "refused_lanes %llu\n", ep->refused_lanes);
 	mutex_unlock(&ep->lock);
+	seq_printf(m, "tx_stalls %lld\n", atomic64_read(&ep->tx_stalls));
 	/* Lanes that never joined a session (refused or junk). */
 	tern_stats_add_pcpu(&sum, ep->stats);
 	tern_stats_show(m, "unbound.", &sum);
@@ -86,6 +91,7 @@ struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf
 	ep->max_lanes = conf->max_lanes ?: TERN_WIRE_MAX_LANES;
 	ep->max_queue_depth = conf->max_queue_depth ?: TERN_EP_DEF_MAX_QDEPTH;
 	ep->max_data = conf->max_data ?: TERN_EP_DEF_MAX_DATA;
+	ep->max_session_bytes = conf->max_session_bytes;
 	mutex_init(&ep->lock);
 	INIT_LIST_HEAD(&ep->sessions);
 	INIT_LIST_HEAD(&ep->listeners);

@@ -479,6 +479,7 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 		close = true;
 	spin_unlock_bh(&cl->tx_lock);
 done:
+	WRITE_ONCE(cl->last_tx_done, jiffies);
 	TERN_LANE_STAT(cl, tx_msgs, 1);
 	TERN_LANE_STAT(cl, tx_bytes, sizeof(frame->hdr) +
 		       tern_frame_front_len(frame) +
@@ -797,6 +798,10 @@ static void tern_lane_ka_work(struct work_struct *work)
 		tern_lane_kill(cl, -ETIMEDOUT);
 		return;
 	}
+	if (tern_lane_tx_stalled(cl, now)) {
+		tern_lane_kill(cl, -ETIMEDOUT);
+		return;
+	}
 	if (cl->requester)
 		tern_lane_queue_ctrl(cl, &cl->ping_frame, &cl->ping_queued);
 	if (cl->ka_interval_ms)
@@ -856,6 +861,39 @@ static void tern_lane_teardown_work(struct work_struct *work)
 	tern_lane_put(cl);	/* the teardown work's reference */
 }
 
+/*
+ * A peer that sends (PINGs, requests) but never reads keeps the keepalive
+ * happy while its replies, and the requests and pages behind them, wait
+ * in our queue for as long as it likes. So a responder lane with frames
+ * waiting of which none was sent for tern.tx_stall_timeout_ms is closed.
+ * The clock starts when the keepalive work first sees frames waiting, or
+ * at the last frame sent since: the lane goes within the timeout plus
+ * two keepalive intervals. Requesters need no such check: their peer's
+ * silence is their keepalive timeout. Called from the keepalive work.
+ */
+bool tern_lane_tx_stalled(struct tern_core_lane *cl, unsigned long now)
+{
+	unsigned int ms = READ_ONCE(tern_tx_stall_timeout_ms);
+	unsigned long last = READ_ONCE(cl->last_tx_done);
+
+	if (!ms || cl->requester)
+		return false;
+	if (!tern_lane_tx_pending(&cl->pub) && !READ_ONCE(cl->tx_cur)) {
+		cl->tx_wait_since = 0;
+		return false;
+	}
+	if (!cl->tx_wait_since)
+		cl->tx_wait_since = now;
+	if (time_after(last, cl->tx_wait_since))
+		cl->tx_wait_since = last;
+	if (time_before(now, cl->tx_wait_since + msecs_to_jiffies(ms)))
+		return false;
+	atomic64_inc(&cl->ep->tx_stalls);
+	pr_warn_ratelimited("%s: no transmit progress for %u ms with frames queued (peer not reading?), closing\n",
+			    cl->name, jiffies_to_msecs(now - cl->tx_wait_since));
+	return true;
+}
+
 /**
  * tern_lane_accept - create a lane for a connection accepted on @lis
  * @lis: the listener
@@ -875,6 +913,8 @@ struct tern_lane *tern_lane_accept(struct tern_listener *lis,
 	full = ep->nr_handshakes >= READ_ONCE(tern_max_handshakes);
 	if (!full)
 		ep->nr_handshakes++;
+	else
+		ep->refused_handshakes++;
 	mutex_unlock(&ep->lock);
 	if (full) {
 		pr_warn_ratelimited("%s: too many connections in handshake, refusing %pISpc\n",

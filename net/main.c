@@ -43,6 +43,27 @@ module_param_named(max_lane_faults, tern_max_lane_faults, uint, 0644);
 MODULE_PARM_DESC(max_lane_faults,
 		 "Fail a request with -EIO once this many lanes died while sending it or receiving its reply (0 = never; default 8)");
 
+unsigned int tern_max_sessions = 1024;
+module_param_named(max_sessions, tern_max_sessions, uint, 0644);
+MODULE_PARM_DESC(max_sessions,
+		 "Sessions per endpoint; a responder refuses new ones beyond it (default 1024)");
+
+unsigned int tern_max_lanes = 4096;
+module_param_named(max_lanes, tern_max_lanes, uint, 0644);
+MODULE_PARM_DESC(max_lanes,
+		 "Lanes past their handshake per endpoint; a responder refuses more (default 4096)");
+
+unsigned int tern_max_peer_keepalive_ms = 60000;
+module_param_named(max_peer_keepalive_ms, tern_max_peer_keepalive_ms, uint,
+		   0644);
+MODULE_PARM_DESC(max_peer_keepalive_ms,
+		 "Largest PING interval a responder accepts in a handshake (default 60000)");
+
+unsigned int tern_tx_stall_timeout_ms = 30000;
+module_param_named(tx_stall_timeout_ms, tern_tx_stall_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(tx_stall_timeout_ms,
+		 "Close a responder lane whose queued frames made no progress for this many ms (0 = never; default 30000)");
+
 static unsigned int inject_crc_every;
 module_param(inject_crc_every, uint, 0644);
 MODULE_PARM_DESC(inject_crc_every,

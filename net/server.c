@@ -23,6 +23,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/hardirq.h>
+#include <linux/math64.h>
 #include <linux/slab.h>
 #include "tern_core.h"
 
@@ -78,11 +79,8 @@ void tern_server_rx_abort(struct tern_core_lane *cl)
 		tern_srv_req_finish(sreq);
 }
 
-static void tern_refuse(struct tern_core_lane *cl, int status, const char *why)
+static void tern_refuse_send(struct tern_core_lane *cl, int status)
 {
-	pr_warn_ratelimited("%s: refusing handshake: %s (%d)\n", cl->name, why,
-			    status);
-	TERN_LANE_STAT(cl, proto_errors, 1);
 	memset(&cl->hello_tx, 0, sizeof(cl->hello_tx));
 	cl->hello_tx.session_id = cl->hello_rx.session_id;
 	cl->hello_tx.cookie = cl->hello_rx.cookie;
@@ -91,6 +89,28 @@ static void tern_refuse(struct tern_core_lane *cl, int status, const char *why)
 	cl->hello_tx.status = cpu_to_le32((u32)status);
 	set_bit(TERN_LANE_F_CLOSE_TX, &cl->flags);
 	tern_lane_queue_hello(cl);
+}
+
+static void tern_refuse(struct tern_core_lane *cl, int status, const char *why)
+{
+	pr_warn_ratelimited("%s: refusing handshake: %s (%d)\n", cl->name, why,
+			    status);
+	TERN_LANE_STAT(cl, proto_errors, 1);
+	tern_refuse_send(cl, status);
+}
+
+/*
+ * A well-formed handshake beyond one of the endpoint's caps: not a
+ * protocol error, counted in the endpoint's @counter. Called and returns
+ * with ep->lock held.
+ */
+static void tern_refuse_cap(struct tern_core_lane *cl, u64 *counter,
+			    const char *what, unsigned int cap)
+{
+	(*counter)++;
+	pr_warn_ratelimited("%s: refusing handshake: %u %s on this endpoint already (%d)\n",
+			    cl->name, cap, what, -EUSERS);
+	tern_refuse_send(cl, -EUSERS);
 }
 
 static struct tern_session *tern_server_find_locked(struct tern_endpoint *ep,
@@ -120,8 +140,8 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 	struct tern_core_lane *old = NULL;
 	struct tern_session_info v = {};
 	struct tern_session *sess;
-	unsigned int lane_idx, ka_ms, want_lanes;
-	bool created = false;
+	unsigned int lane_idx, ka_ms, want_lanes, cap;
+	bool created = false, rejoin = false;
 	u64 id, cookie, inc;
 
 	id = le64_to_cpu(h->session_id);
@@ -141,12 +161,22 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 	v.features = le32_to_cpu(h->features) & TERN_FEAT_ALL;
 	if (!cl->pub.tops->pull)
 		v.features &= ~TERN_FEAT_REMOTE_DATA;
+	/* what the ULP can hold: let the requester's throttle wait instead */
+	if (ep->max_session_bytes && v.max_data)
+		v.queue_depth = clamp_t(u64, div64_u64(ep->max_session_bytes,
+						       v.max_data),
+					1, v.queue_depth);
 
 	if (!want_lanes || want_lanes > TERN_WIRE_MAX_LANES ||
 	    lane_idx >= v.nr_lanes || !v.queue_depth ||
 	    v.max_data < TERN_MIN_MAX_DATA || v.max_front < 64 ||
 	    ka_ms < 100 || ka_ms > 3600 * 1000) {
 		tern_refuse(cl, -EINVAL, "parameters out of range");
+		return 0;
+	}
+	/* The lane lives three intervals after the peer went quiet. */
+	if (ka_ms > READ_ONCE(tern_max_peer_keepalive_ms)) {
+		tern_refuse(cl, -EINVAL, "keepalive interval above tern.max_peer_keepalive_ms");
 		return 0;
 	}
 
@@ -166,6 +196,28 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 	if (sess && !tern_info_same(&sess->info, &v)) {
 		mutex_unlock(&ep->lock);
 		tern_refuse(cl, -EINVAL, "lane parameters differ from session");
+		return 0;
+	}
+	/*
+	 * Caps on what a peer can make us hold: lanes past their handshake
+	 * (this one still counts as in handshake) unless it replaces the
+	 * connection in its slot, and sessions.
+	 */
+	if (sess) {
+		spin_lock_bh(&sess->lock);
+		rejoin = sess->slots[lane_idx].lane;
+		spin_unlock_bh(&sess->lock);
+	}
+	cap = READ_ONCE(tern_max_lanes);
+	if (!rejoin && tern_ep_bound_lanes(ep) >= cap) {
+		tern_refuse_cap(cl, &ep->refused_lanes, "lanes", cap);
+		mutex_unlock(&ep->lock);
+		return 0;
+	}
+	cap = READ_ONCE(tern_max_sessions);
+	if (!sess && ep->nr_sessions >= cap) {
+		tern_refuse_cap(cl, &ep->refused_sessions, "sessions", cap);
+		mutex_unlock(&ep->lock);
 		return 0;
 	}
 	if (!sess) {

@@ -138,6 +138,8 @@ struct tern_core_lane {
 
 	unsigned long		born;		/* jiffies */
 	unsigned long		last_rx;	/* jiffies */
+	unsigned long		last_tx_done;	/* jiffies: a frame was sent */
+	unsigned long		tx_wait_since;	/* keepalive work only */
 	unsigned int		ka_interval_ms;
 	unsigned int		ka_timeout_ms;
 	struct delayed_work	ka_work;
@@ -221,6 +223,7 @@ struct tern_endpoint {
 	unsigned int			max_lanes;
 	unsigned int			max_queue_depth;
 	u32				max_data;
+	u64				max_session_bytes;
 
 	struct mutex			lock;		/* lists, counters, dying */
 	bool				dying;
@@ -230,16 +233,36 @@ struct tern_endpoint {
 	unsigned int			nr_lanes;
 	unsigned int			nr_sessions;
 	unsigned int			nr_handshakes;	/* accepted, unbound */
+	/* refusals of the caps below, and stalled lanes killed (ep->lock) */
+	u64				refused_handshakes;
+	u64				refused_sessions;
+	u64				refused_lanes;
+	atomic64_t			tx_stalls;
 	wait_queue_head_t		wait;
 	struct dentry			*dbg;
 	struct tern_stats __percpu	*stats;		/* unbound lanes */
 };
+
+/*
+ * Lanes of @ep past their handshake (bound, or requesters), under
+ * ep->lock. tern_lane_accept() counts a handshake just before its lane,
+ * so there may be one handshake more than lanes for a moment.
+ */
+static inline unsigned int tern_ep_bound_lanes(const struct tern_endpoint *ep)
+{
+	return ep->nr_lanes > ep->nr_handshakes ?
+	       ep->nr_lanes - ep->nr_handshakes : 0;
+}
 
 extern struct workqueue_struct *tern_wq;
 extern struct dentry *tern_debugfs_root;
 extern unsigned int tern_handshake_timeout_ms;
 extern unsigned int tern_max_handshakes;
 extern unsigned int tern_max_lane_faults;
+extern unsigned int tern_max_sessions;
+extern unsigned int tern_max_lanes;
+extern unsigned int tern_max_peer_keepalive_ms;
+extern unsigned int tern_tx_stall_timeout_ms;
 
 /* Live objects, checked at module unload: a cheap leak detector. */
 enum tern_obj {
@@ -300,6 +323,7 @@ void tern_bvec_copy(const struct bio_vec *dst, unsigned int dst_nr,
 		    u32 src_off, u32 len);
 void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val);
 void tern_lane_queue_hello(struct tern_core_lane *cl);
+bool tern_lane_tx_stalled(struct tern_core_lane *cl, unsigned long now);
 /* The core's own checks: tern_lane_proto_error() on the core lane. */
 #define tern_lane_proto_err(cl, fmt, ...) \
 	tern_lane_proto_error(&(cl)->pub, fmt, ##__VA_ARGS__)

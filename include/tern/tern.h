@@ -212,6 +212,10 @@ struct tern_endpoint_ops {
  * @max_lanes: responder cap on lanes per session [64]
  * @max_queue_depth: responder cap on queue depth [1024]
  * @max_data: responder cap on data per request [4 MiB]
+ * @max_session_bytes: responder: the queue depth a session is granted is
+ *	lowered to at least 1 so that queue depth times the negotiated
+ *	@max_data stays within this, which lets the requester's throttle
+ *	hold back what the ULP could not take [0: no bound]
  *
  * The caps apply during negotiation; 0 selects the default in brackets.
  */
@@ -222,6 +226,7 @@ struct tern_endpoint_conf {
 	unsigned int			max_lanes;
 	unsigned int			max_queue_depth;
 	u32				max_data;
+	u64				max_session_bytes;
 };
 
 /**

@@ -13,6 +13,16 @@
  *    request's pattern are pushed; without, a shared read-only page
  *    repeated as often as needed (no per-request allocation).
  *
+ * Memory: data pages the echo holds (received data, verify replies) are
+ * charged to the session and to the service, within echo_session_bytes
+ * and echo_max_bytes (read when the service starts; one request is
+ * admitted whatever its size when nothing else is held). The session cap
+ * is also given to the messenger (max_session_bytes), which grants a
+ * session a queue depth that fits it, so a well-behaved requester waits
+ * in its throttle instead. Beyond a cap a reply that would need fresh
+ * pages is answered -ENOBUFS; received data, already on its way, drops
+ * the lane (alloc_data cannot decline it otherwise).
+ *
  * Duplicates: the messenger is at-least-once; a request resent after a
  * lane died may already have been executed. Each responder session keeps
  * the tids of its last TB_TID_RING answered requests; a resent request
@@ -29,6 +39,7 @@
 #include <linux/atomic.h>
 #include <linux/list.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -39,7 +50,18 @@
 #define TB_TID_RING	4096
 #define TB_SRC_BVECS	(TERN_BENCH_MAX_SIZE / PAGE_SIZE)
 
+static unsigned long echo_session_bytes = 256UL << 20;
+module_param(echo_session_bytes, ulong, 0644);
+MODULE_PARM_DESC(echo_session_bytes,
+		 "Data bytes the echo holds per session, read when it starts (default 256 MiB)");
+
+static unsigned long echo_max_bytes = 1024UL << 20;
+module_param(echo_max_bytes, ulong, 0644);
+MODULE_PARM_DESC(echo_max_bytes,
+		 "Data bytes the echo holds in all, read when it starts (default 1 GiB)");
+
 struct tb_echo_sess {
+	atomic64_t	held;		/* data bytes charged */
 	spinlock_t	lock;		/* ring */
 	unsigned int	head;
 	unsigned int	count;
@@ -57,6 +79,9 @@ static struct {
 	struct tern_endpoint	*ep;
 	struct list_head	listeners;
 	unsigned int		nr_listeners;
+	u64			session_bytes;	/* caps in force */
+	u64			max_bytes;
+	atomic64_t		held;		/* data bytes charged, all sessions */
 	struct page		*src_page;	/* constant data for pushes */
 	struct bio_vec		*src_bvec;	/* TB_SRC_BVECS x src_page */
 	spinlock_t		sess_lock;
@@ -150,6 +175,68 @@ static void tb_echo_session_event(struct tern_session *sess,
 	}
 }
 
+/* Data pages of one request, charged to its session and the service. */
+struct tb_echo_data {
+	struct tb_buf		buf;
+	struct tb_echo_sess	*es;
+	u32			bytes;
+};
+
+static void tb_echo_uncharge(struct tb_echo_sess *es, u32 len)
+{
+	atomic64_sub(len, &es->held);
+	atomic64_sub(len, &tb_echo.held);
+}
+
+/* Room for @len more bytes? One request always fits when nothing is held. */
+static bool tb_echo_charge(struct tern_srv_req *sreq, struct tb_echo_sess *es,
+			   u32 len)
+{
+	u64 held;
+
+	if (!es)
+		return false;
+	held = atomic64_add_return(len, &es->held);
+	if (held > tb_echo.session_bytes && held != len) {
+		atomic64_sub(len, &es->held);
+		pr_warn_ratelimited("request %llu: %u more bytes would pass the echo's %llu per session; refused\n",
+				    sreq->tid, len, tb_echo.session_bytes);
+		return false;
+	}
+	held = atomic64_add_return(len, &tb_echo.held);
+	if (held > tb_echo.max_bytes && held != len) {
+		tb_echo_uncharge(es, len);
+		pr_warn_ratelimited("request %llu: %u more bytes would pass the echo's %llu in all; refused\n",
+				    sreq->tid, len, tb_echo.max_bytes);
+		return false;
+	}
+	return true;
+}
+
+/* Charged pages for @len bytes in sreq->priv, or NULL. */
+static struct tb_echo_data *tb_echo_data_alloc(struct tern_srv_req *sreq,
+					       u32 len)
+{
+	struct tb_echo_sess *es = tb_echo_sess_get(sreq->sess);
+	struct tb_echo_data *d;
+
+	if (!tb_echo_charge(sreq, es, len))
+		return NULL;
+	d = kzalloc(sizeof(*d), GFP_NOIO);
+	if (d && tb_buf_alloc(&d->buf, len, 0, GFP_NOIO)) {
+		kfree(d);
+		d = NULL;
+	}
+	if (!d) {
+		tb_echo_uncharge(es, len);
+		return NULL;
+	}
+	d->es = es;
+	d->bytes = len;
+	sreq->priv = d;		/* freed by ->release */
+	return d;
+}
+
 static bool tb_front_ok(const struct tern_srv_req *sreq)
 {
 	const struct tb_front *f = sreq->front;
@@ -161,39 +248,38 @@ static bool tb_front_ok(const struct tern_srv_req *sreq)
 	       le32_to_cpu(f->len) == want;
 }
 
+/*
+ * Whatever the front says: data the core buffered for us would be held
+ * outside our caps (a bad front fails the request after the data came).
+ */
 static int tb_echo_alloc_data(struct tern_srv_req *sreq)
 {
-	struct tb_buf *b;
+	struct tb_echo_data *d;
 
-	if (!tb_front_ok(sreq))
-		return 0;	/* the core buffers it; the request fails */
-	b = kzalloc(sizeof(*b), GFP_NOIO);
-	if (!b)
-		return -ENOMEM;
-	if (tb_buf_alloc(b, sreq->data_len, 0, GFP_NOIO)) {
-		kfree(b);
-		return -ENOMEM;
-	}
-	sreq->priv = b;
-	sreq->rx_bvec = b->bvec;
-	sreq->rx_nr_bvec = b->nr;
+	d = tb_echo_data_alloc(sreq, sreq->data_len);
+	if (!d)
+		return -ENOBUFS;
+	sreq->rx_bvec = d->buf.bvec;
+	sreq->rx_nr_bvec = d->buf.nr;
 	return 0;
 }
 
 static void tb_echo_release(struct tern_srv_req *sreq)
 {
-	struct tb_buf *b = sreq->priv;
+	struct tb_echo_data *d = sreq->priv;
 
-	if (b) {
-		tb_buf_free(b);
-		kfree(b);
+	if (d) {
+		tb_buf_free(&d->buf);
+		tb_echo_uncharge(d->es, d->bytes);
+		kfree(d);
 		sreq->priv = NULL;
 	}
 }
 
 static int tb_echo_to(struct tern_srv_req *sreq, const struct tb_front *f)
 {
-	struct tb_buf *b = sreq->priv;
+	struct tb_echo_data *d = sreq->priv;
+	struct tb_buf *b = d ? &d->buf : NULL;
 	int err;
 
 	if (!b)
@@ -214,7 +300,7 @@ static int tb_echo_to(struct tern_srv_req *sreq, const struct tb_front *f)
 static int tb_echo_from(struct tern_srv_req *sreq, const struct tb_front *f)
 {
 	u32 len = sreq->data_len;
-	struct tb_buf *b;
+	struct tb_echo_data *d;
 	int err;
 
 	if (!(le32_to_cpu(f->flags) & TB_FRONT_VERIFY)) {
@@ -222,16 +308,11 @@ static int tb_echo_from(struct tern_srv_req *sreq, const struct tb_front *f)
 				DIV_ROUND_UP(len, PAGE_SIZE), len, NULL);
 		goto out;
 	}
-	b = kzalloc(sizeof(*b), GFP_NOIO);
-	if (!b)
-		return -ENOMEM;
-	if (tb_buf_alloc(b, len, 0, GFP_NOIO)) {
-		kfree(b);
-		return -ENOMEM;
-	}
-	sreq->priv = b;		/* freed by ->release */
-	tb_pattern_fill(b->bvec, b->nr, len, le64_to_cpu(f->seed));
-	err = tern_push(sreq, b->bvec, b->nr, len, NULL);
+	d = tb_echo_data_alloc(sreq, len);
+	if (!d)
+		return -ENOBUFS;
+	tb_pattern_fill(d->buf.bvec, d->buf.nr, len, le64_to_cpu(f->seed));
+	err = tern_push(sreq, d->buf.bvec, d->buf.nr, len, NULL);
 out:
 	if (!err)
 		atomic64_add(len, &tb_echo.bytes_out);
@@ -298,6 +379,7 @@ static int tb_echo_start(void)
 		.max_lanes	 = TERN_WIRE_MAX_LANES,
 		.max_queue_depth = TERN_WIRE_MAX_QDEPTH,
 		.max_data	 = TERN_WIRE_MAX_DATA,
+		.max_session_bytes = READ_ONCE(echo_session_bytes),
 	};
 	struct tern_endpoint *ep;
 	unsigned int i;
@@ -310,6 +392,8 @@ static int tb_echo_start(void)
 		return -ENOMEM;
 	}
 	memset(page_address(tb_echo.src_page), 0x5a, PAGE_SIZE);
+	tb_echo.session_bytes = conf.max_session_bytes;
+	tb_echo.max_bytes = READ_ONCE(echo_max_bytes);
 	for (i = 0; i < TB_SRC_BVECS; i++)
 		bvec_set_page(&tb_echo.src_bvec[i], tb_echo.src_page,
 			      PAGE_SIZE, 0);

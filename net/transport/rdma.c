@@ -149,6 +149,7 @@ MODULE_PARM_DESC(inject_bad_len_every,
 #define TERN_RDMA_MIN_BUF	4096U
 #define TERN_RDMA_MAX_BUF	65536U
 #define TERN_RDMA_MIN_RECV	8U
+#define TERN_RDMA_PRE_BUFS	2U	/* accepted lane, before the handshake */
 #define TERN_RDMA_MAX_DEPTH	1024U
 /* a SEND: its buffer and, between pieces of it, up to 3 frames' data */
 #define TERN_RDMA_SEND_SGE	8U
@@ -318,6 +319,13 @@ struct tern_rdma_lane {
 	struct ib_cqe		err_cqe;	/* unsignaled work requests */
 	struct list_head	mrs;		/* MR pool */
 	bool			mr_pool;
+	/*
+	 * Accepted lanes: no MR pool (only requesters register memory), and
+	 * before the handshake only TERN_RDMA_PRE_BUFS buffers each way hold
+	 * memory; the rest come with the HELLO_ACK (tern_rdma_grow()).
+	 */
+	bool			accepted;
+	bool			grown;
 	unsigned int		mr_max_pages;
 	unsigned int		sq_size;
 	/* the owner of TERN_RDMA_IO_BUSY: io_work, or a submitter (push) */
@@ -1436,6 +1444,60 @@ static int tern_rdma_tx_prepare(struct tern_rdma_lane *tl, unsigned int *wrs)
 	return 0;
 }
 
+/* Memory for buffers @from to @to - 1 of @bufs; false if out of it. */
+static bool tern_rdma_fill_bufs(struct tern_rdma_lane *tl,
+				struct tern_rdma_buf *bufs, unsigned int from,
+				unsigned int to, enum dma_data_direction dir,
+				gfp_t gfp)
+{
+	unsigned int i;
+
+	for (i = from; i < to; i++) {
+		struct tern_rdma_buf *buf = &bufs[i];
+
+		buf->addr = kmalloc(tl->buf_size, gfp);
+		if (!buf->addr)
+			return false;
+		buf->dma = ib_dma_map_single(tl->dev, buf->addr, tl->buf_size,
+					     dir);
+		if (ib_dma_mapping_error(tl->dev, buf->dma))
+			return false;
+		buf->mapped = true;
+	}
+	return true;
+}
+
+/*
+ * An accepted lane in handshake holds TERN_RDMA_PRE_BUFS buffers each way,
+ * enough for the HELLO and its answer, though the peer was promised
+ * recv_depth: it sends nothing else before the HELLO_ACK arrives. When
+ * the core answers with a HELLO_ACK that lets the lane in, the lane gets
+ * the rest, and the receive buffers are posted before that answer is.
+ * A refusal goes out of the buffers there are.
+ */
+static int tern_rdma_grow(struct tern_rdma_lane *tl, const struct tern_frame *f)
+{
+	const struct tern_wire_hello *h = f->front;
+	gfp_t gfp = tern_rdma_gfp(tl);
+	unsigned int i;
+	int err;
+
+	if (f->hdr.type != TERN_WIRE_HELLO_ACK || !h || h->status)
+		return 0;
+	if (!tern_rdma_fill_bufs(tl, tl->sbufs, TERN_RDMA_PRE_BUFS,
+				 tl->nr_sbufs, DMA_TO_DEVICE, gfp) ||
+	    !tern_rdma_fill_bufs(tl, tl->rbufs, TERN_RDMA_PRE_BUFS,
+				 tl->nr_rbufs, DMA_FROM_DEVICE, gfp))
+		return -ENOMEM;
+	for (i = TERN_RDMA_PRE_BUFS; i < tl->nr_rbufs; i++) {
+		err = tern_rdma_post_recv(tl, &tl->rbufs[i]);
+		if (err)
+			return err;
+	}
+	tl->grown = true;
+	return 0;
+}
+
 /* Return: 1 if a message was posted, 0 if nothing can be sent now, <0. */
 static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 {
@@ -1466,6 +1528,8 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 		return 0;
 
 	buf = &tl->sbufs[tl->tx_posted % tl->nr_sbufs];
+	if (unlikely(!buf->addr))
+		return 0;	/* accepted, in handshake: see tern_rdma_grow() */
 	buf->wrs = 0;
 	buf->op = NULL;
 	buf->sge[0].addr = buf->dma;
@@ -1481,6 +1545,11 @@ static int tern_rdma_send_step(struct tern_rdma_lane *tl)
 				break;
 			tl->tx_frame = f;
 			tl->tx_prepared = false;
+			if (unlikely(!tl->grown)) {
+				ret = tern_rdma_grow(tl, f);
+				if (ret)
+					goto unposted;
+			}
 		}
 		if (!tl->tx_prepared) {
 			ret = tern_rdma_tx_prepare(tl, &buf->wrs);
@@ -1762,8 +1831,10 @@ static void tern_rdma_free_bufs(struct tern_rdma_lane *tl,
 	kfree(bufs);
 }
 
+/* @nr buffers, of which the first @fill have memory. */
 static struct tern_rdma_buf *tern_rdma_alloc_bufs(struct tern_rdma_lane *tl,
 						  unsigned int nr,
+						  unsigned int fill,
 						  enum dma_data_direction dir,
 						  void (*done)(struct ib_cq *,
 							       struct ib_wc *))
@@ -1775,23 +1846,12 @@ static struct tern_rdma_buf *tern_rdma_alloc_bufs(struct tern_rdma_lane *tl,
 	if (!bufs)
 		return NULL;
 	for (i = 0; i < nr; i++) {
-		struct tern_rdma_buf *buf = &bufs[i];
-
-		buf->tl = tl;
-		buf->cqe.done = done;
-		INIT_LIST_HEAD(&buf->entry);
-		buf->addr = kmalloc(tl->buf_size, GFP_KERNEL);
-		if (!buf->addr)
-			goto fail;
-		buf->dma = ib_dma_map_single(tl->dev, buf->addr, tl->buf_size,
-					     dir);
-		if (ib_dma_mapping_error(tl->dev, buf->dma))
-			goto fail;
-		buf->mapped = true;
+		bufs[i].tl = tl;
+		bufs[i].cqe.done = done;
+		INIT_LIST_HEAD(&bufs[i].entry);
 	}
-	return bufs;
-
-fail:
+	if (tern_rdma_fill_bufs(tl, bufs, 0, fill, dir, GFP_KERNEL))
+		return bufs;
 	tern_rdma_free_bufs(tl, bufs, nr, dir);
 	return NULL;
 }
@@ -1881,14 +1941,15 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 {
 	struct rdma_cm_id *id = tl->cm_id;
 	struct ib_qp_init_attr attr = {};
-	unsigned int i;
+	unsigned int i, nr_mrs, pre;
 	int err;
 
 	tl->dev = id->device;
 	tl->port_num = id->port_num;
+	/* a responder READs and WRITEs through rdma_rw, never registers */
+	nr_mrs = tl->accepted ? 0 : READ_ONCE(mr_count);
 	/* REG_MR + LOCAL_INV per MR, and READ/WRITE work requests */
-	tl->sq_size = 2 * READ_ONCE(mr_count) +
-		      clamp(READ_ONCE(rw_ctxs), 16U, 4096U);
+	tl->sq_size = 2 * nr_mrs + clamp(READ_ONCE(rw_ctxs), 16U, 4096U);
 	tl->sq_free = tl->sq_size;
 	/* sends + receives, and one of each for ib_drain_qp() */
 	tl->cq_size = tl->nr_sbufs + tl->sq_size + tl->nr_rbufs + 2;
@@ -1918,8 +1979,8 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	attr.send_cq = tl->cq;
 	attr.recv_cq = tl->cq;
 	/* rdma_rw adds one WR per context to max_send_wr */
-	attr.cap.max_send_wr = tl->nr_sbufs + 1 + 2 * READ_ONCE(mr_count);
-	attr.cap.max_rdma_ctxs = tl->sq_size - 2 * READ_ONCE(mr_count);
+	attr.cap.max_send_wr = tl->nr_sbufs + 1 + 2 * nr_mrs;
+	attr.cap.max_rdma_ctxs = tl->sq_size - 2 * nr_mrs;
 	attr.port_num = tl->port_num;
 	attr.cap.max_recv_wr = tl->nr_rbufs + 1;
 	attr.cap.max_send_sge = min_t(u32, tl->dev->attrs.max_send_sge, 32);
@@ -1935,9 +1996,9 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	/* FRWR for our own buffers; without it requests carry data inline */
 	tl->mr_max_pages = min_t(u32, READ_ONCE(mr_pages),
 				 tl->dev->attrs.max_fast_reg_page_list_len);
-	if (READ_ONCE(mr_count) && tl->mr_max_pages &&
+	if (nr_mrs && tl->mr_max_pages &&
 	    (tl->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)) {
-		err = ib_mr_pool_init(id->qp, &tl->mrs, READ_ONCE(mr_count),
+		err = ib_mr_pool_init(id->qp, &tl->mrs, nr_mrs,
 				      IB_MR_TYPE_MEM_REG, tl->mr_max_pages, 0);
 		if (err)
 			goto out_qp;
@@ -1945,15 +2006,19 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	}
 
 	err = -ENOMEM;
-	tl->rbufs = tern_rdma_alloc_bufs(tl, tl->nr_rbufs, DMA_FROM_DEVICE,
-					 tern_rdma_recv_done);
+	tl->grown = !tl->accepted;
+	pre = tl->accepted ? TERN_RDMA_PRE_BUFS : tl->nr_rbufs;
+	tl->rbufs = tern_rdma_alloc_bufs(tl, tl->nr_rbufs, pre,
+					 DMA_FROM_DEVICE, tern_rdma_recv_done);
 	if (!tl->rbufs)
 		goto out_qp;
-	tl->sbufs = tern_rdma_alloc_bufs(tl, tl->nr_sbufs, DMA_TO_DEVICE,
-					 tern_rdma_send_done);
+	tl->sbufs = tern_rdma_alloc_bufs(tl, tl->nr_sbufs,
+					 tl->accepted ? TERN_RDMA_PRE_BUFS :
+							tl->nr_sbufs,
+					 DMA_TO_DEVICE, tern_rdma_send_done);
 	if (!tl->sbufs)
 		goto out_qp;
-	for (i = 0; i < tl->nr_rbufs; i++) {
+	for (i = 0; i < pre; i++) {
 		err = tern_rdma_post_recv(tl, &tl->rbufs[i]);
 		if (err)
 			goto out_qp;
@@ -2334,11 +2399,16 @@ static int tern_rdma_accept(struct tern_rdma_listener *tll,
 		kfree(tl);
 		goto reject;
 	}
+	/*
+	 * Counted against tern.max_handshakes before anything of the queue
+	 * exists; past the cap the request is rejected.
+	 */
 	lane = tern_lane_accept(tll->lis, &peer);
 	if (!lane) {
 		kfree(tl);
 		goto reject;
 	}
+	tl->accepted = true;
 	tl->lane = lane;
 	tl->cm_id = id;
 	id->context = tl;

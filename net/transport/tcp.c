@@ -51,6 +51,17 @@ module_param(direct_send, bool, 0644);
 MODULE_PARM_DESC(direct_send,
 		 "Submitters that may sleep send their own frames (default on)");
 
+/*
+ * Bytes sent and not acknowledged, or a zero window probed without the
+ * peer opening it, for this long fail the connection: a peer that stops
+ * reading cannot keep our replies queued for good. 0 leaves TCP's own
+ * retries (about 15 minutes) in charge.
+ */
+static unsigned int user_timeout_ms = 30000;
+module_param(user_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(user_timeout_ms,
+		 "TCP_USER_TIMEOUT of every lane's socket in ms, read when it is set up (0 = off; default 30000)");
+
 static struct workqueue_struct *tern_tcp_wq;
 
 enum tern_tcp_rx_state {
@@ -488,6 +499,8 @@ static void tern_tcp_sock_setup(struct socket *sock)
 	struct sock *sk = sock->sk;
 
 	tcp_sock_set_nodelay(sk);
+	tcp_sock_set_user_timeout(sk, min_t(unsigned int, INT_MAX,
+					    READ_ONCE(user_timeout_ms)));
 	lock_sock(sk);
 	/* We may run in memory reclaim: no task frags, no sleeping allocs. */
 	sk->sk_allocation = GFP_ATOMIC;

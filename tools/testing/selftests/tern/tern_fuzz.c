@@ -29,8 +29,12 @@
  * serve (OPEN, a READ, a WATCH answered at once for a stale capacity and
  * held for the current one until CLOSE). Every reply is checked.
  *
+ * Flood (-F MODE): many well-formed connections, see "Flood modes" below.
+ *
  * Usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]
  *        tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]
+ *        tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS]
+ *                  [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -878,6 +883,260 @@ static int block_probe(const struct peer *peer, const char *export,
 	return p.failed ? 1 : 0;
 }
 
+/*
+ * Flood modes (-F MODE): resource exhaustion instead of malformed frames.
+ * Every connection is well formed; the listener must hold its caps:
+ *
+ *  handshakes  -N connections that never say HELLO; counts those the
+ *              listener closes at once (beyond tern.max_handshakes)
+ *  sessions    -N connections, each a HELLO for a new session
+ *  lanes       -N connections, sessions of -L lanes each (one lane per
+ *              connection, indexes 0..L-1)
+ *  noread      -N sessions, each sends -Q FROM_RESPONDER requests of -S
+ *              bytes (echo front with the verify flag, so the echo fills
+ *              fresh pages) and never reads a byte; PINGs keep the lane
+ *              from a keepalive timeout; a small receive
+ *              buffer (-R RCVBUF)
+ *
+ * The accepted connections are held open -H seconds (PINGs every second)
+ * -K KEEPALIVE_MS proposes that PING interval in every HELLO. The
+ * accepted connections are held open -H seconds (PINGs every second)
+ * after "# flood ... ready" is printed, so a test can look at the
+ * listener's counters and run a good client meanwhile. A send that fails
+ * while holding is reported as "dropped" with the time since the flood.
+ */
+static void die_usage(void);
+
+#define FLOOD_TB_MAGIC	0x48434e42	/* net/bench/bench.h: TB_FRONT_MAGIC */
+#define FLOOD_TB_VERIFY	1U
+
+struct flood_tb_front {		/* net/bench/bench.h: struct tb_front */
+	__le32	magic;
+	__le32	flags;
+	__le64	seed;
+	__le32	len;
+	__le32	slot;
+	__le64	reserved;
+};
+
+struct flood_conn {
+	int fd;
+	u32 seq;
+	bool dropped;
+};
+
+struct flood_opts {
+	const char *mode;
+	unsigned long conns;
+	unsigned int lanes;
+	unsigned int reqs;
+	u32 size;
+	unsigned int hold;
+	unsigned int keepalive_ms;
+	int rcvbuf;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+static void raise_nofile(unsigned long want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur >= want + 64)
+		return;
+	rl.rlim_cur = want + 64;
+	if (rl.rlim_max < rl.rlim_cur)
+		rl.rlim_max = rl.rlim_cur;
+	setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* HELLO from @h (seq 1); 0 and the status if a HELLO_ACK came, else -1. */
+static int flood_hello(int fd, struct tern_wire_hello *h, int *status)
+{
+	struct tern_wire_hello ack;
+	struct tern_wire_hdr ah;
+
+	frame_init(&fr, TERN_WIRE_HELLO, 1);
+	memcpy(fr.body, h, sizeof(*h));
+	fr.body_len = sizeof(*h);
+	fr.hdr.front_len = htole32(sizeof(*h));
+	frame_seal(&fr);
+	if (send_frame(fd, &fr, HDR_LEN, fr.body_len))
+		return -1;
+	if (recv_all(fd, &ah, sizeof(ah)) ||
+	    ah.type != TERN_WIRE_HELLO_ACK ||
+	    le32toh(ah.front_len) != sizeof(ack) ||
+	    recv_all(fd, &ack, sizeof(ack)))
+		return -1;
+	*status = (int32_t)le32toh(ack.status);
+	return 0;
+}
+
+static int flood_ping(struct flood_conn *c)
+{
+	frame_init(&fr, TERN_WIRE_PING, ++c->seq);
+	frame_seal(&fr);
+	return send_all(c->fd, &fr.hdr, HDR_LEN);
+}
+
+static int flood_noread_requests(struct flood_conn *c,
+				 const struct flood_opts *o)
+{
+	struct flood_tb_front tf = {
+		.magic = htole32(FLOOD_TB_MAGIC),
+		.flags = htole32(FLOOD_TB_VERIFY),
+		.len = htole32(o->size),
+	};
+	unsigned int i;
+
+	for (i = 0; i < o->reqs; i++) {
+		frame_init(&fr, TERN_WIRE_REQUEST, ++c->seq);
+		fr.hdr.tid = htole64(i + 1);
+		fr.hdr.ack = htole32(1);
+		fr.hdr.flags = htole16(TERN_WIRE_F_DATA_FROM_RESPONDER);
+		fr.hdr.buf_len = htole32(o->size);
+		fr.hdr.front_len = htole32(sizeof(tf));
+		tf.seed = htole64(i);
+		memcpy(fr.body, &tf, sizeof(tf));
+		fr.body_len = sizeof(tf);
+		frame_seal(&fr);
+		if (send_frame(c->fd, &fr, HDR_LEN, fr.body_len))
+			return -1;
+	}
+	return 0;
+}
+
+static int flood(const struct peer *peer, const struct flood_opts *o)
+{
+	unsigned long i, accepted = 0, refused = 0, closed = 0, failed = 0;
+	unsigned long dropped = 0;
+	int last_status = 0, status, one = 1;
+	struct tern_wire_hello h;
+	struct flood_conn *conns;
+	double t0, first_drop = -1;
+	bool noread = !strcmp(o->mode, "noread");
+	bool lanes = !strcmp(o->mode, "lanes");
+	bool quiet = !strcmp(o->mode, "handshakes");
+	unsigned int s;
+
+	if (!noread && !lanes && !quiet && strcmp(o->mode, "sessions"))
+		die_usage();
+	raise_nofile(o->conns);
+	conns = calloc(o->conns, sizeof(*conns));
+	if (!conns)
+		return 2;
+	hello_fill(&h);
+	for (i = 0; i < o->conns; i++) {
+		struct flood_conn *c = &conns[i];
+
+		c->fd = socket(peer->addr.ss_family, SOCK_STREAM, 0);
+		if (c->fd < 0) {
+			failed++;
+			continue;
+		}
+		if (o->rcvbuf)
+			setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &o->rcvbuf,
+				   sizeof(o->rcvbuf));
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(c->fd, (const struct sockaddr *)&peer->addr,
+			    peer->addrlen)) {
+			failed++;
+			close(c->fd);
+			c->fd = -1;
+			continue;
+		}
+		{
+			struct timeval tv = { .tv_sec = 5 };
+
+			setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+				   sizeof(tv));
+			setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv,
+				   sizeof(tv));
+		}
+		if (quiet)
+			continue;
+		if (!lanes || i % o->lanes == 0)
+			hello_fill(&h);
+		if (lanes) {
+			h.nr_lanes = htole16(o->lanes);
+			h.lane_idx = htole16(i % o->lanes);
+		}
+		if (o->keepalive_ms)
+			h.keepalive_ms = htole32(o->keepalive_ms);
+		if (noread) {
+			h.max_data = htole32(TERN_WIRE_MAX_DATA);
+			h.queue_depth = htole16(TERN_WIRE_MAX_QDEPTH);
+		}
+		if (flood_hello(c->fd, &h, &status)) {
+			closed++;
+		} else if (status) {
+			refused++;
+			last_status = status;
+		} else {
+			accepted++;
+			c->seq = 1;
+			if (!noread || !flood_noread_requests(c, o))
+				continue;
+			failed++;
+		}
+		close(c->fd);
+		c->fd = -1;
+	}
+	if (quiet) {
+		/* refused ones are closed at once; the rest wait in handshake */
+		for (s = 0; s < 30; s++) {
+			usleep(100 * 1000);
+			for (i = 0; i < o->conns; i++) {
+				char b;
+
+				if (conns[i].fd < 0 ||
+				    (recv(conns[i].fd, &b, 1, MSG_DONTWAIT) &&
+				     errno != ECONNRESET))
+					continue;
+				closed++;
+				close(conns[i].fd);
+				conns[i].fd = -1;
+			}
+		}
+		for (i = 0; i < o->conns; i++)
+			accepted += conns[i].fd >= 0;
+	}
+	printf("# flood %s connections %lu accepted %lu refused %lu status %d closed %lu failed %lu ready\n",
+	       o->mode, o->conns, accepted, refused, last_status, closed,
+	       failed);
+	fflush(stdout);
+
+	t0 = now_ms();
+	for (s = 0; s < o->hold; s++) {
+		sleep(1);
+		for (i = 0; i < o->conns && !quiet; i++) {
+			struct flood_conn *c = &conns[i];
+
+			if (c->fd < 0 || c->dropped || !flood_ping(c))
+				continue;
+			c->dropped = true;
+			dropped++;
+			if (first_drop < 0)
+				first_drop = now_ms() - t0;
+		}
+	}
+	for (i = 0; i < o->conns; i++)
+		if (conns[i].fd >= 0)
+			close(conns[i].fd);
+	free(conns);
+	printf("# flood %s held %u s dropped %lu first-drop-ms %.0f\n",
+	       o->mode, o->hold, dropped, first_drop);
+	return 0;
+}
+
 static int parse_peer(const char *host, const char *port, struct peer *peer)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
@@ -900,7 +1159,8 @@ static int parse_peer(const char *host, const char *port, struct peer *peer)
 static void die_usage(void)
 {
 	fprintf(stderr, "usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]\n"
-			"       tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]\n");
+			"       tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]\n"
+			"       tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS] [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS]\n");
 	exit(2);
 }
 
@@ -909,13 +1169,39 @@ int main(int argc, char **argv)
 	unsigned long per_case[CASE_COUNT] = { 0 };
 	const char *host = NULL, *port = NULL, *export = NULL, *ro = NULL;
 	unsigned long frames = 10000;
+	struct flood_opts fo = { .conns = 1000, .lanes = 64, .reqs = 16,
+				 .size = 1 << 20, .hold = 5 };
 	int only = -1;
 	struct peer peer;
 	int opt, c;
 
 	rng_state = (u64)time(NULL) | 1;
-	while ((opt = getopt(argc, argv, "a:p:n:s:c:b:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:n:s:c:b:r:F:N:L:Q:S:H:R:K:")) != -1) {
 		switch (opt) {
+		case 'F':
+			fo.mode = optarg;
+			break;
+		case 'N':
+			fo.conns = strtoul(optarg, NULL, 0);
+			break;
+		case 'L':
+			fo.lanes = strtoul(optarg, NULL, 0);
+			break;
+		case 'Q':
+			fo.reqs = strtoul(optarg, NULL, 0);
+			break;
+		case 'S':
+			fo.size = strtoul(optarg, NULL, 0);
+			break;
+		case 'H':
+			fo.hold = strtoul(optarg, NULL, 0);
+			break;
+		case 'R':
+			fo.rcvbuf = strtol(optarg, NULL, 0);
+			break;
+		case 'K':
+			fo.keepalive_ms = strtoul(optarg, NULL, 0);
+			break;
 		case 'b':
 			export = optarg;
 			break;
@@ -952,6 +1238,8 @@ int main(int argc, char **argv)
 	crc32c_init();
 	if (export)
 		return block_probe(&peer, export, ro);
+	if (fo.mode)
+		return fo.lanes ? flood(&peer, &fo) : 2;
 	printf("# seed %llu\n", (unsigned long long)rng_state);
 
 	while (count.frames < frames) {

@@ -1,0 +1,205 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A listener flood: thousands of well-formed connections against the
+# echo service over TCP (tern_fuzz -F). Connections that never finish a
+# handshake, new sessions and lanes of a few sessions must stop at their
+# caps (tern.max_handshakes, tern.max_sessions, tern.max_lanes, lowered
+# here so the flood stays short), every refusal must be counted in the
+# endpoint's debugfs stats, memory must stay bounded while the flood
+# holds its connections, a verified benchmark started before the flood
+# must finish without error, and everything must be freed and unload.
+
+. "$(dirname "$0")/ktap.sh"
+dir=$(cd "$(dirname "$0")" && pwd)
+ternadm=$TERN_SRC/tools/ternadm/ternadm
+port=7621
+uri=tcp://127.0.0.1:$port
+cap_sessions=200
+cap_lanes=400
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+kmalloc_bytes() {
+	awk '$1 ~ /^kmalloc-[0-9kr]/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
+}
+
+mem_avail_kb() {
+	awk '$1 == "MemAvailable:" { print $2 }' /proc/meminfo
+}
+
+ep_stat() {
+	cat /sys/kernel/debug/tern/bench_echo.*/stats 2>/dev/null |
+		awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print -1 }'
+}
+
+setp() {
+	if ! { echo "$3" > "/sys/module/$1/parameters/$2"; } 2>/dev/null; then
+		ktap_info "no parameter $1.$2"
+		return 1
+	fi
+}
+
+# flood MODE TIMEOUT ARGS...: run tern_fuzz -F MODE in the background and
+# wait for its "ready" line; its output goes to $tmp/MODE.
+flood_start() {
+	local mode=$1 t=$2 i
+	shift 2
+	"$dir/tern_fuzz" -a 127.0.0.1 -p "$port" -F "$mode" "$@" \
+		> "$tmp/$mode" 2>&1 &
+	flood_pid=$!
+	for ((i = 0; i < t * 10; i++)); do
+		grep -q ' ready$' "$tmp/$mode" && return 0
+		kill -0 "$flood_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$tmp/$mode"
+	return 1
+}
+
+field() {	# field FILE NAME: the number after NAME on the ready line
+	sed -n "s/.* $2 \\(-\\?[0-9]*\\).*ready\$/\\1/p" "$1"
+}
+
+ktap_plan 12
+
+sync
+echo 3 > /proc/sys/vm/drop_caches
+base=$(kmalloc_bytes)
+
+modprobe tern_tcp && modprobe tern_bench
+ktap_check "echo service listens on $uri" "$ternadm" bench serve "$uri"
+
+# 1. connections that never say HELLO: at most max_handshakes wait
+refused0=$(ep_stat refused_handshakes)
+if flood_start handshakes 60 -N 1000 -H 1; then
+	wait "$flood_pid"
+	cat "$tmp/handshakes" | sed 's/^/# /'
+	acc=$(field "$tmp/handshakes" accepted)
+	clo=$(field "$tmp/handshakes" closed)
+	refused1=$(ep_stat refused_handshakes)
+	ktap_info "handshakes: $acc waiting, $clo closed, refused_handshakes $refused0 -> $refused1"
+	if [ "$acc" -le 256 ] && [ "$clo" -ge 700 ] &&
+	   [ $((refused1 - refused0)) -ge "$clo" ]; then
+		ktap_pass "1000 silent connections: at most 256 in handshake, the rest refused and counted"
+	else
+		ktap_fail "1000 silent connections: at most 256 in handshake, the rest refused and counted"
+	fi
+else
+	ktap_fail "handshake flood ran"
+fi
+# the waiting ones hit the handshake timeout or were closed by tern_fuzz
+for ((i = 0; i < 100; i++)); do
+	[ "$(ep_stat handshakes)" = 0 ] && break
+	sleep 0.1
+done
+
+setp tern max_sessions $cap_sessions
+setp tern max_lanes $cap_lanes
+
+# a good client running through the floods below
+"$ternadm" bench run "$uri" --time 20 --lanes 2 --depth 8 --size 16k \
+	--dir both --verify > "$tmp/good" 2>&1 &
+good_pid=$!
+sleep 2
+
+# 2. new sessions
+mem0=$(mem_avail_kb)
+refused0=$(ep_stat refused_sessions)
+if flood_start sessions 120 -N 1500 -H 4; then
+	mem1=$(mem_avail_kb)
+	acc=$(field "$tmp/sessions" accepted)
+	ref=$(field "$tmp/sessions" refused)
+	st=$(field "$tmp/sessions" status)
+	sess=$(ep_stat sessions)
+	refused1=$(ep_stat refused_sessions)
+	wait "$flood_pid"
+	sed 's/^/# /' "$tmp/sessions"
+	ktap_info "sessions: accepted $acc refused $ref (status $st), endpoint sessions $sess, refused_sessions $refused0 -> $refused1, MemAvailable -$((mem0 - mem1)) KiB"
+	if [ "$acc" -le $cap_sessions ] && [ "$sess" -le $((cap_sessions + 1)) ] &&
+	   [ "$ref" -ge $((1500 - cap_sessions)) ] && [ "$st" = -87 ]; then
+		ktap_pass "1500 new sessions: at most $cap_sessions accepted, the rest refused with -EUSERS"
+	else
+		ktap_fail "1500 new sessions: at most $cap_sessions accepted, the rest refused with -EUSERS"
+	fi
+	if [ $((refused1 - refused0)) -ge "$ref" ] && [ "$ref" -gt 0 ]; then
+		ktap_pass "session refusals counted in the endpoint's stats"
+	else
+		ktap_fail "session refusals counted in the endpoint's stats"
+	fi
+	# bounded: both ends of a session (sockets, lanes, the echo's tid
+	# ring) cost about 125 KiB under slab debugging; allow 200 KiB for
+	# each session the cap lets in
+	if [ $((mem0 - mem1)) -lt $((cap_sessions * 200)) ]; then
+		ktap_pass "memory bounded during the session flood (-$((mem0 - mem1)) KiB)"
+	else
+		ktap_fail "memory bounded during the session flood (-$((mem0 - mem1)) KiB)"
+	fi
+else
+	ktap_fail "session flood ran"
+	ktap_fail "session refusals counted"
+	ktap_fail "memory bounded during the session flood"
+fi
+
+# the flood's sessions go before the next flood, which is about lanes
+for ((i = 0; i < 100; i++)); do
+	[ "$(ep_stat sessions)" -le 1 ] && break
+	sleep 0.1
+done
+
+# 3. lanes of a few sessions (64 lanes each)
+refused0=$(ep_stat refused_lanes)
+if flood_start lanes 120 -N 1280 -L 64 -H 4; then
+	acc=$(field "$tmp/lanes" accepted)
+	ref=$(field "$tmp/lanes" refused)
+	st=$(field "$tmp/lanes" status)
+	lanes=$(ep_stat bound_lanes)
+	refused1=$(ep_stat refused_lanes)
+	wait "$flood_pid"
+	sed 's/^/# /' "$tmp/lanes"
+	ktap_info "lanes: accepted $acc refused $ref (status $st), bound $lanes, refused_lanes $refused0 -> $refused1"
+	if [ "$acc" -le $cap_lanes ] && [ "$lanes" -le $cap_lanes ] &&
+	   [ "$ref" -ge $((1280 - cap_lanes)) ] && [ "$st" = -87 ] &&
+	   [ $((refused1 - refused0)) -ge "$ref" ]; then
+		ktap_pass "1280 lanes of 20 sessions: at most $cap_lanes bound, the rest refused and counted"
+	else
+		ktap_fail "1280 lanes of 20 sessions: at most $cap_lanes bound, the rest refused and counted"
+	fi
+else
+	ktap_fail "lane flood ran"
+fi
+
+if wait "$good_pid"; then
+	ktap_pass "a verified benchmark ran through the floods without error"
+else
+	sed 's/^/# /' "$tmp/good"
+	ktap_fail "a verified benchmark ran through the floods without error"
+fi
+
+# the flood's lanes are closed: sessions and lanes go away
+for ((i = 0; i < 100; i++)); do
+	[ "$(ep_stat sessions)" = 0 ] && [ "$(ep_stat lanes)" = 0 ] && break
+	sleep 0.1
+done
+ktap_info "after the floods: sessions $(ep_stat sessions) lanes $(ep_stat lanes) bound $(ep_stat bound_lanes)"
+ktap_check "every flood session and lane is gone" \
+	test "$(ep_stat sessions)" = 0 -a "$(ep_stat lanes)" = 0
+
+ktap_check "a new client is served after the floods, verified" \
+	"$ternadm" bench run "$uri" --count 500 --size 64k --dir both --verify --crc
+
+setp tern max_sessions 1024
+setp tern max_lanes 4096
+ktap_check "echo service stops" "$ternadm" bench stop
+ktap_check "modules unload" modprobe -r tern_bench tern_tcp tern
+sync
+echo 3 > /proc/sys/vm/drop_caches
+sleep 1
+after=$(kmalloc_bytes)
+ktap_info "kmalloc caches: $base bytes before, $after after"
+if [ $((after - base)) -lt $((512 * 1024)) ]; then
+	ktap_pass "kmalloc usage back to baseline (+$((after - base)) bytes)"
+else
+	ktap_fail "kmalloc usage back to baseline (+$((after - base)) bytes)"
+fi
+ktap_finish
