@@ -247,11 +247,15 @@ read_checked() {
 
 # io_case SPEC COUNTER READ_BOUND [MAP OPTION...]: map against "-T SPEC
 # -N 1", a READ the first connection answers wrongly is read: it fails or
-# is right; COUNTER (when not "-") moves; unmap works
+# is right; COUNTER (when not "-") moves; unmap works. IO_TIMEOUT, when
+# set, is the device's queue/io_timeout in ms.
 io_case() {
 	local spec=$1 counter=$2 bound=$3 ok=0 c0=0 c1=0
 	shift 3
 	map_ok "$spec" -N 1 -- "$@" || { ht_stop; return 1; }
+	if [ -n "${IO_TIMEOUT:-}" ]; then
+		echo "$IO_TIMEOUT" > "/sys/block/$DEV/queue/io_timeout" || ok=1
+	fi
 	[ "$counter" = - ] || c0=$(total_of "$counter")
 	read_checked "$bound" || ok=1
 	if [ "$counter" != - ]; then
@@ -374,7 +378,7 @@ run_case() {
 			io_case front-big proto_errors 20
 		;;
 	7)
-		check "7: READ data trickled: the lane resets, the READ fails or is right within 45 s" \
+		IO_TIMEOUT=5000 check "7: READ data trickled, io_timeout 5 s: the lane resets, the READ fails or is right within 45 s" \
 			io_case trickle-read reconnects 45
 		check "7: OPEN reply trickled: the map ends within 45 s, clean either way" \
 			trickle_open
