@@ -368,8 +368,10 @@ run_case() {
 			io_case tid-dup - 20
 		;;
 	6)
-		check "6: READ reply with half the data: proto_errors move, the READ fails or is right" \
-			io_case read-short proto_errors 20
+		# the messenger takes up to buf_len bytes (protocol.rst): only
+		# tern_blk knows a READ wants them all, so no counter here
+		check "6: READ reply with half the data: the READ fails or is right" \
+			io_case read-short - 20
 		check "6: READ reply with data beyond the buffer: proto_errors move, the READ fails or is right" \
 			io_case read-long proto_errors 20
 		check "6: READ reply with a front: proto_errors move, the READ fails or is right" \
