@@ -56,6 +56,7 @@ struct tern_blk_watch {
 	struct tern_blk_ctrl	c;
 	struct delayed_work	work;
 	u64			known;
+	unsigned long		posted_at;	/* jiffies */
 	bool			posted;
 };
 

@@ -32,6 +32,7 @@ struct tern_blk_cmd {
 	bool			stale;	/* requeue once the device is bound again */
 	bool			expired; /* cancelled by tern_blk_timeout() */
 	unsigned int		timeouts; /* timer expiries while live */
+	unsigned long		retry_until; /* jiffies: no requeue after */
 	unsigned int		nr_bvec;
 	struct bio_vec		*bvec;
 	struct bio_vec		inline_bvec[TERN_BLK_INLINE_BVECS];
@@ -130,6 +131,23 @@ static void tern_blk_req_done(struct tern_request *treq)
 	blk_mq_complete_request(rq);
 }
 
+/*
+ * A target may answer "not now" (-ENOMEM) or "bind again" (-ESTALE) to a
+ * request as often as it likes: one I/O timeout after its first dispatch
+ * the request fails rather than going round for ever.
+ */
+static bool tern_blk_retry_expired(struct request *rq,
+				   struct tern_blk_cmd *cmd)
+{
+	if (time_before(jiffies, cmd->retry_until))
+		return false;
+	pr_warn_ratelimited("%s: request %llu refused by the target for %u ms; failing it\n",
+			    rq->q->disk->disk_name, cmd->treq.tid,
+			    jiffies_to_msecs(rq->q->rq_timeout));
+	cmd->status = BLK_STS_IOERR;
+	return true;
+}
+
 static void tern_blk_complete(struct request *rq)
 {
 	struct tern_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
@@ -137,6 +155,9 @@ static void tern_blk_complete(struct request *rq)
 	if (cmd->bvec != cmd->inline_bvec)
 		kfree(cmd->bvec);
 	cmd->bvec = NULL;
+	if ((cmd->stale || cmd->status == BLK_STS_RESOURCE) &&
+	    tern_blk_retry_expired(rq, cmd))
+		cmd->stale = false;
 	if (cmd->stale) {
 		struct tern_blk_dev *dev = rq->q->queuedata;
 
@@ -193,6 +214,11 @@ static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	u16 flags = 0;
 	int err;
 
+	/* first dispatch, not a requeue: as nvme counts its retries */
+	if (!(rq->rq_flags & RQF_DONTPREP)) {
+		cmd->retry_until = jiffies + rq->q->rq_timeout;
+		rq->rq_flags |= RQF_DONTPREP;
+	}
 	tern_request_init(treq);
 	memset(f, 0, sizeof(*f));
 	cmd->bvec = NULL;
@@ -424,6 +450,21 @@ static int tern_blk_ctrl_send(struct tern_blk_dev *dev,
 	return tern_send(dev->sess, &c->treq, flags);
 }
 
+/*
+ * Cancel @c, sent and not answered in time, and wait until its done()
+ * has run. A reply being received when we cancel (a target trickling it)
+ * makes tern_cancel() reset that lane and answer -EBUSY; the request is
+ * then resent or parked, and the next try cancels it.
+ */
+static void tern_blk_ctrl_abort(struct tern_blk_ctrl *c)
+{
+	while (tern_cancel(&c->treq) == -EBUSY &&
+	       !wait_for_completion_timeout(&c->done, HZ))
+		;
+	/* cancelled, or completing: done() runs without waiting on the peer */
+	wait_for_completion(&c->done);
+}
+
 /* Send @c and wait at most @tmo jiffies; returns the outcome. */
 static int tern_blk_ctrl_exec(struct tern_blk_dev *dev,
 			      struct tern_blk_ctrl *c, u32 front_len,
@@ -434,11 +475,8 @@ static int tern_blk_ctrl_exec(struct tern_blk_dev *dev,
 	err = tern_blk_ctrl_send(dev, c, front_len, tern_blk_ctrl_done, 0);
 	if (err)
 		return err;
-	if (!wait_for_completion_timeout(&c->done, tmo)) {
-		/* done() still runs once, with -ECANCELED if we won */
-		tern_cancel(&c->treq);
-		wait_for_completion(&c->done);
-	}
+	if (!wait_for_completion_timeout(&c->done, tmo))
+		tern_blk_ctrl_abort(c);
 	if (c->treq.status == -ECANCELED)
 		return -ETIMEDOUT;
 	return c->treq.status ?: c->treq.reply_status;
@@ -449,27 +487,63 @@ static bool tern_blk_pow2_in(u32 v, u32 lo, u32 hi)
 	return is_power_of_2(v) && v >= lo && v <= hi;
 }
 
-static int tern_blk_check_info(struct tern_blk_dev *dev,
-			       const struct tern_blk_info *info, u32 len)
+/*
+ * Largest capacity taken from a target: its size in bytes must fit a
+ * loff_t, as the page cache and every "sectors << 9" in the block layer
+ * assume.
+ */
+#define TERN_BLK_MAX_CAPACITY	((u64)LLONG_MAX >> SECTOR_SHIFT)
+
+/* Why @info cannot describe a disk, or NULL if it can. */
+static const char *tern_blk_info_fault(const struct tern_blk_info *info,
+				       u32 len)
 {
 	u32 lbs = le32_to_cpu(info->logical_block_size);
 	u32 pbs = le32_to_cpu(info->physical_block_size);
+	u64 cap = le64_to_cpu(info->capacity);
+	u16 flags = le16_to_cpu(info->flags);
+	u32 gran = le32_to_cpu(info->discard_granularity);
 	unsigned int i;
 
+	if (len != sizeof(*info))
+		return "reply front length";
 	for (i = 0; i < ARRAY_SIZE(info->reserved); i++)
 		if (info->reserved[i])
-			goto bad;
-	if (len != sizeof(*info) || !info->handle || !info->capacity ||
-	    !tern_blk_pow2_in(lbs, SECTOR_SIZE, PAGE_SIZE) ||
-	    !tern_blk_pow2_in(pbs, lbs, SZ_64K) ||
-	    le32_to_cpu(info->max_transfer) < PAGE_SIZE ||
-	    !le16_to_cpu(info->max_segments) ||
-	    (le16_to_cpu(info->flags) & ~TERN_BLK_INFO_ALL))
-		goto bad;
-	return 0;
-bad:
-	pr_err("%s: export %s: malformed geometry in a reply\n", dev->name,
-	       dev->opts.export);
+			return "reserved field set";
+	if (flags & ~TERN_BLK_INFO_ALL)
+		return "unknown flags";
+	if (!info->handle)
+		return "no handle";
+	if (!tern_blk_pow2_in(lbs, SECTOR_SIZE, SZ_4K) ||
+	    !tern_blk_pow2_in(pbs, lbs, SZ_64K))
+		return "block size";
+	if (!cap || cap > TERN_BLK_MAX_CAPACITY ||
+	    !IS_ALIGNED(cap, lbs >> SECTOR_SHIFT))
+		return "capacity";
+	if (le32_to_cpu(info->max_transfer) < PAGE_SIZE ||
+	    !IS_ALIGNED(le32_to_cpu(info->max_transfer), lbs))
+		return "max transfer";
+	if (!le16_to_cpu(info->max_segments))
+		return "max segments";
+	if ((flags & TERN_BLK_INFO_DISCARD) &&
+	    (le32_to_cpu(info->max_discard_sectors) < lbs >> SECTOR_SHIFT ||
+	     (gran && !tern_blk_pow2_in(gran, lbs, SZ_1G))))
+		return "discard limits";
+	if ((flags & TERN_BLK_INFO_WRITE_ZEROES) &&
+	    le32_to_cpu(info->max_write_zeroes_sectors) < lbs >> SECTOR_SHIFT)
+		return "write zeroes limit";
+	return NULL;
+}
+
+static int tern_blk_check_info(struct tern_blk_dev *dev,
+			       const struct tern_blk_info *info, u32 len)
+{
+	const char *fault = tern_blk_info_fault(info, len);
+
+	if (!fault)
+		return 0;
+	pr_err_ratelimited("%s: export %s: malformed geometry in a reply (%s)\n",
+			   dev->name, dev->opts.export, fault);
 	return -EPROTO;
 }
 
@@ -617,6 +691,12 @@ static int tern_blk_rescan(struct tern_blk_dev *dev)
 }
 
 #define TERN_BLK_WATCH_RETRY	(5 * HZ)
+/*
+ * WATCHes are posted at most this often, whatever the answers: a target
+ * answering each at once, with a new size or not, gets one resize (one
+ * uevent, one log line) a second, not a storm.
+ */
+#define TERN_BLK_WATCH_GAP	HZ
 
 static void tern_blk_watch_done(struct tern_request *treq)
 {
@@ -637,6 +717,7 @@ static long tern_blk_watch_answer(struct tern_blk_dev *dev)
 	struct tern_blk_watch *w = &dev->watch;
 	struct tern_blk_ctrl *c = &w->c;
 	int err = c->treq.status ?: c->treq.reply_status;
+	long delay;
 
 	switch (err) {
 	case 0:
@@ -644,7 +725,8 @@ static long tern_blk_watch_answer(struct tern_blk_dev *dev)
 			return TERN_BLK_WATCH_RETRY;
 		w->known = le64_to_cpu(c->info.capacity);
 		tern_blk_resize(dev, &c->info);
-		return 0;
+		delay = w->posted_at + TERN_BLK_WATCH_GAP - jiffies;
+		return delay > 0 && delay <= TERN_BLK_WATCH_GAP ? delay : 0;
 	case -ENODEV:
 		tern_blk_removed(dev);
 		return -1;
@@ -688,6 +770,7 @@ static void tern_blk_watch_work(struct work_struct *work)
 	w->c.req.handle = cpu_to_le64(READ_ONCE(dev->handle));
 	w->c.req.offset = cpu_to_le64(w->known);
 	w->posted = true;
+	w->posted_at = jiffies;
 	if (tern_blk_ctrl_send(dev, &w->c, sizeof(w->c.req),
 			       tern_blk_watch_done,
 			       TERN_SEND_RESERVED | TERN_SEND_NOWAIT)) {
@@ -710,10 +793,8 @@ static void tern_blk_watch_stop(struct tern_blk_dev *dev)
 	/* the bit before the work's test: it posts nothing after this */
 	smp_mb__after_atomic();
 	cancel_delayed_work_sync(&w->work);
-	if (w->posted) {
-		tern_cancel(&w->c.treq);
-		wait_for_completion(&w->c.done);
-	}
+	if (w->posted)
+		tern_blk_ctrl_abort(&w->c);
 	/* ->done may have queued it before it saw the bit */
 	cancel_delayed_work_sync(&w->work);
 }
@@ -722,7 +803,7 @@ static void tern_blk_session_event(struct tern_session *sess,
 				   enum tern_session_event ev)
 {
 	struct tern_blk_dev *dev = tern_session_priv(sess);
-	int state;
+	int state, old;
 
 	if (!dev)
 		return;
@@ -739,9 +820,11 @@ static void tern_blk_session_event(struct tern_session *sess,
 	default:
 		return;
 	}
-	if (atomic_read(&dev->state) == TERN_BLK_DELETING)
-		return;
-	atomic_set(&dev->state, state);
+	old = atomic_read(&dev->state);
+	do {
+		if (old == TERN_BLK_DELETING)
+			return;	/* for good: unmap is under way */
+	} while (!atomic_try_cmpxchg(&dev->state, &old, state));
 	pr_info("%s: session %s\n", dev->name, tern_blk_state_names[state]);
 }
 
@@ -766,6 +849,12 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 	struct gendisk *disk;
 	int err;
 
+	/* the block layer takes at least a page per request, and WARNs */
+	if (max_bytes < PAGE_SIZE) {
+		pr_err("%s: export %s takes %u bytes per request, less than a page\n",
+		       dev->name, dev->opts.export, max_bytes);
+		return -EINVAL;
+	}
 	if (iflags & TERN_BLK_INFO_DISCARD) {
 		lim.max_hw_discard_sectors =
 			le32_to_cpu(info->max_discard_sectors);

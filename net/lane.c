@@ -389,14 +389,21 @@ struct tern_frame *tern_lane_tx_next(struct tern_lane *lane)
 	spin_lock_bh(&cl->tx_lock);
 	f = list_first_entry_or_null(&cl->tx_queue, struct tern_frame, entry);
 	if (f) {
-		list_del_init(&f->entry);
-		cl->tx_cur = f;
 		if (f->kind == TERN_FRAME_REQUEST) {
 			struct tern_request *req;
 
 			req = container_of(f, struct tern_request, frame);
 			refcount_inc(&req->ref);
+			/*
+			 * The reference before the frame leaves the queue:
+			 * tern_req_unlink_locked() looks at the entry without
+			 * this lock, and a frame it sees off the queue must
+			 * already hold the transmit reference.
+			 */
+			smp_wmb();
 		}
+		list_del_init(&f->entry);
+		cl->tx_cur = f;
 	}
 	spin_unlock_bh(&cl->tx_lock);
 	if (!f)
@@ -685,6 +692,21 @@ int tern_lane_rx_header(struct tern_lane *lane)
 	return -EPROTO;
 }
 EXPORT_SYMBOL_GPL(tern_lane_rx_header);
+
+/**
+ * tern_lane_rx_progress - bytes of a frame arrived on @lane
+ * @lane: the lane
+ *
+ * A large frame on a slow path carries no header for a while: what
+ * arrives of its body keeps the keepalive timer from killing the lane.
+ * A peer that trickles a reply for ever is stopped by the requester's own
+ * timeouts (tern_cancel() resets the receiving lane) and by max_resends.
+ */
+void tern_lane_rx_progress(struct tern_lane *lane)
+{
+	WRITE_ONCE(to_core_lane(lane)->last_rx, jiffies);
+}
+EXPORT_SYMBOL_GPL(tern_lane_rx_progress);
 
 /**
  * tern_lane_rx_front - the front has been received

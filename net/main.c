@@ -38,6 +38,11 @@ module_param_named(max_handshakes, tern_max_handshakes, uint, 0644);
 MODULE_PARM_DESC(max_handshakes,
 		 "Accepted connections per endpoint allowed to be in handshake at once (default 256)");
 
+unsigned int tern_max_resends = 16;
+module_param_named(max_resends, tern_max_resends, uint, 0644);
+MODULE_PARM_DESC(max_resends,
+		 "Fail a request with -EIO after it was resent this many times after lane failures (0 = never; default 16)");
+
 static unsigned int inject_crc_every;
 module_param(inject_crc_every, uint, 0644);
 MODULE_PARM_DESC(inject_crc_every,

@@ -196,10 +196,18 @@ static void tern_req_unlink_locked(struct tern_request *req)
 	/*
 	 * Most frames left their queue long ago. Only a holder of
 	 * sess->lock queues a request, so one seen off its queue here stays
-	 * off: no need for the lane's lock.
+	 * off: no need for the lane's lock. tern_lane_tx_next() takes its
+	 * transmit reference before it takes the frame off the queue; the
+	 * read barrier pairs with its write barrier, so the caller's put
+	 * sees that reference.
 	 */
-	if (req->lane && !list_empty(&req->frame.entry))
-		tern_lane_dequeue_frame(to_core_lane(req->lane), &req->frame);
+	if (req->lane) {
+		if (!list_empty(&req->frame.entry))
+			tern_lane_dequeue_frame(to_core_lane(req->lane),
+						&req->frame);
+		else	/* pairs with tern_lane_tx_next()'s smp_wmb() */
+			smp_rmb();
+	}
 	req->lane = NULL;
 }
 
@@ -445,7 +453,8 @@ EXPORT_SYMBOL_GPL(tern_send);
  * follows, and the lane's other requests are resent.
  * Return: 0 if cancelled (done() runs with status -ECANCELED, possibly
  * before this returns, or once the lane is reset); -EBUSY if its reply
- * is being received right now; -ENOENT if it is already completing.
+ * was being received: that lane is reset, and a later call cancels the
+ * request; -ENOENT if it is already completing.
  */
 int tern_cancel(struct tern_request *req)
 {
@@ -460,7 +469,17 @@ int tern_cancel(struct tern_request *req)
 		return -ENOENT;
 	}
 	if (req->rx_lane) {
+		/*
+		 * Its reply is coming in, maybe a byte at a time: cut it off
+		 * so the caller's next try finds the request resent (and
+		 * cancels it) in bounded time.
+		 */
+		reset = to_core_lane(req->rx_lane);
+		kref_get(&reset->ref);
 		spin_unlock_bh(&sess->lock);
+		atomic64_inc(&sess->cancel_resets);
+		tern_lane_kill(reset, -ETIMEDOUT);
+		tern_lane_put(reset);
 		return -EBUSY;
 	}
 	if (req->lane && READ_ONCE(to_core_lane(req->lane)->remote_data)) {
@@ -494,6 +513,37 @@ static struct tern_request *tern_pending_find_locked(struct tern_session *sess,
 	return NULL;
 }
 
+/*
+ * A status from the wire becomes an errno only if it is one a tern
+ * responder gives. Anything else (positive, below -MAX_ERRNO, or an errno
+ * a ULP gives its own meaning, such as -ECANCELED) is the peer's fault and
+ * becomes @fallback: a ULP never sees a value it could take for a pointer
+ * or a count, or mistake for a local event.
+ */
+static const u8 tern_wire_errnos[] = {
+	EPERM, ENOENT, EIO, ENXIO, E2BIG, EAGAIN, ENOMEM, EACCES, EBUSY,
+	EEXIST, ENODEV, EINVAL, EFBIG, ENOSPC, EROFS, ERANGE, ENODATA, EPROTO,
+	EBADMSG, EOVERFLOW, EILSEQ, EMSGSIZE, EPROTONOSUPPORT, EOPNOTSUPP,
+	ECONNRESET, ESHUTDOWN, ETIMEDOUT, ECONNREFUSED, ESTALE, EREMOTEIO,
+	EKEYREJECTED,
+};
+
+static int tern_wire_errno(struct tern_core_lane *cl, u32 raw, int fallback)
+{
+	s32 status = raw;
+	unsigned int i;
+
+	if (!status)
+		return 0;
+	for (i = 0; status < 0 && i < ARRAY_SIZE(tern_wire_errnos); i++)
+		if (status == -tern_wire_errnos[i])
+			return status;
+	TERN_LANE_STAT(cl, proto_errors, 1);
+	pr_warn_ratelimited("%s: peer sent status %d, which is no errno tern knows; taken as %d\n",
+			    cl->name, status, fallback);
+	return fallback;
+}
+
 /* A reply doesn't match its request: fail the request, close the lane. */
 static int tern_reply_mismatch(struct tern_core_lane *cl,
 			       struct tern_request *req, const char *what)
@@ -519,6 +569,7 @@ int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
 	u16 flags = le16_to_cpu(rx->hdr.flags);
 	u64 tid = le64_to_cpu(rx->hdr.tid);
 	struct tern_request *req;
+	bool sent;
 
 	if ((flags & ~(TERN_WIRE_F_DATA_CRC | TERN_WIRE_F_REMOTE)) ||
 	    ((flags & TERN_WIRE_F_REMOTE) &&
@@ -537,10 +588,19 @@ int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
 		req->rx_lane = &cl->pub;
 	else
 		req = NULL;
+	sent = tid && tid <= sess->next_tid;
 	spin_unlock_bh(&sess->lock);
 
+	if (!sent) {
+		tern_lane_proto_err(cl, "reply to tid %llu, never sent", tid);
+		return -EPROTO;
+	}
 	if (!req) {
-		/* Reply to a request already completed (a duplicate). */
+		/*
+		 * A reply to a request already completed: a duplicate, or an
+		 * answer to a resent request whose first reply won. Both are
+		 * legal; the data goes nowhere.
+		 */
 		rx->discard = true;
 		tern_rx_setup(cl, NULL, NULL, 0);
 		return 0;
@@ -594,7 +654,8 @@ int tern_session_rx_reply_done(struct tern_core_lane *cl)
 	spin_unlock_bh(&sess->lock);
 	rx->req = NULL;
 
-	req->reply_status = (s32)le32_to_cpu(rx->hdr.status);
+	req->reply_status = tern_wire_errno(cl, le32_to_cpu(rx->hdr.status),
+					    -EREMOTEIO);
 	req->reply_front_len = rx->front_len;
 	req->reply_data_len = data_len;
 	this_cpu_inc(sess->counts->replies);
@@ -757,7 +818,8 @@ int tern_session_rx_hello_ack(struct tern_core_lane *cl)
 	const struct tern_wire_hello *mine = &cl->hello_tx;
 	struct tern_session *sess = cl->sess;
 	struct tern_session_info v = {};
-	int status = (s32)le32_to_cpu(h->status);
+	int status = tern_wire_errno(cl, le32_to_cpu(h->status),
+				     -ECONNREFUSED);
 	unsigned int i;
 	u64 inc;
 
@@ -766,7 +828,7 @@ int tern_session_rx_hello_ack(struct tern_core_lane *cl)
 				    cl->name, status);
 		spin_lock_bh(&sess->lock);
 		if (!sess->negotiated)
-			sess->fatal_err = status < 0 ? status : -ECONNREFUSED;
+			sess->fatal_err = status;
 		spin_unlock_bh(&sess->lock);
 		wake_up_all(&sess->wait);
 		return -ECONNREFUSED;
@@ -824,7 +886,7 @@ int tern_session_rx_hello_ack(struct tern_core_lane *cl)
 	if (cl->slot->ever_live)
 		TERN_LANE_STAT(cl, reconnects, 1);
 	cl->slot->ever_live = true;
-	cl->slot->backoff_ms = 0;
+	cl->slot->live_since = jiffies;
 	tern_session_lane_live_locked(sess, cl);
 	spin_unlock_bh(&sess->lock);
 
@@ -869,11 +931,12 @@ void tern_session_lane_down(struct tern_session *sess,
 	struct tern_request *req, *put_req = NULL;
 	struct tern_frame *f, *ftmp, *cur;
 	struct tern_lane_slot *slot = cl->slot;
+	unsigned int bkt, max_resends;
 	LIST_HEAD(drop_sreqs);
 	struct hlist_node *tmp;
+	LIST_HEAD(exhausted);
 	LIST_HEAD(frames);
 	bool was_live, unlink = false;
-	unsigned int bkt;
 
 	spin_lock_bh(&sess->lock);
 	was_live = cl->state == TERN_LANE_LIVE;
@@ -907,10 +970,22 @@ void tern_session_lane_down(struct tern_session *sess,
 		}
 	}
 
-	/* Sent, or partly sent, on this lane: resend. */
+	/*
+	 * Sent, or partly sent, on this lane: resend, up to max_resends
+	 * times. A request that keeps killing its lanes (a peer that never
+	 * finishes its reply, or one the peer cannot take) fails instead of
+	 * going round for ever.
+	 */
+	max_resends = READ_ONCE(tern_max_resends);
 	hash_for_each_safe(sess->pending, bkt, tmp, req, hash) {
 		if (req->lane != &cl->pub)
 			continue;
+		if (max_resends && req->resends >= max_resends &&
+		    !req->rx_lane) {
+			tern_req_unlink_locked(req);
+			list_add_tail(&req->backlog, &exhausted);
+			continue;
+		}
 		req->lane = NULL;
 		req->resends++;
 		req->frame.hdr.flags |= cpu_to_le16(TERN_WIRE_F_RESENT);
@@ -924,6 +999,15 @@ void tern_session_lane_down(struct tern_session *sess,
 		sess->nr_lanes--;
 		if (slot && slot->lane == cl) {
 			slot->lane = NULL;
+			/*
+			 * Only a lane that stayed up longer than the backoff
+			 * cap earns an immediate reconnect: a peer that
+			 * accepts and closes at once gets the growing backoff.
+			 */
+			if (sess->requester && was_live &&
+			    time_after(jiffies, slot->live_since +
+				       msecs_to_jiffies(sess->opts.reconnect_max_ms)))
+				slot->backoff_ms = 0;
 			if (sess->requester)
 				tern_slot_schedule_locked(slot);
 		}
@@ -942,6 +1026,11 @@ void tern_session_lane_down(struct tern_session *sess,
 	spin_unlock_bh(&sess->lock);
 
 	wake_up_all(&sess->wait);
+	if (!list_empty(&exhausted)) {
+		pr_warn_ratelimited("%s: failing requests sent %u times without a reply\n",
+				    cl->name, max_resends + 1);
+		tern_req_fail_list(&exhausted, -EIO, &sess->failed);
+	}
 	list_for_each_entry_safe(f, ftmp, &drop_sreqs, entry) {
 		list_del_init(&f->entry);
 		atomic64_inc(&sess->replies_dropped);

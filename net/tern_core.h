@@ -98,6 +98,7 @@ struct tern_lane_slot {
 	struct tern_core_lane	*lane;		/* current connection */
 	struct delayed_work	connect_work;	/* requester only */
 	unsigned int		backoff_ms;
+	unsigned long		live_since;	/* jiffies; requester only */
 	int			last_err;
 	bool			ever_live;
 	struct tern_stats	stats;
@@ -238,6 +239,7 @@ extern struct workqueue_struct *tern_wq;
 extern struct dentry *tern_debugfs_root;
 extern unsigned int tern_handshake_timeout_ms;
 extern unsigned int tern_max_handshakes;
+extern unsigned int tern_max_resends;
 
 /* Live objects, checked at module unload: a cheap leak detector. */
 enum tern_obj {

@@ -10,7 +10,8 @@
  *    lane->rx.front_len bytes into lane->rx.front_iter and call
  *    tern_lane_rx_front(); read lane->rx.data_len bytes into
  *    lane->rx.data_iter and call tern_lane_rx_done(). Any negative return
- *    means: stop and call tern_lane_error().
+ *    means: stop and call tern_lane_error(). Call tern_lane_rx_progress()
+ *    whenever bytes of a frame arrive: a lane is alive while they do.
  *  - Transmit: tern_lane_tx_next() hands out the next frame; send header,
  *    front and data, then call tern_lane_tx_done(). The core pokes the
  *    transport with ->kick() when frames are queued.
@@ -141,6 +142,7 @@ void tern_lane_abort(struct tern_lane *lane);
 int tern_lane_rx_header(struct tern_lane *lane);
 int tern_lane_rx_front(struct tern_lane *lane);
 int tern_lane_rx_done(struct tern_lane *lane);
+void tern_lane_rx_progress(struct tern_lane *lane);
 
 struct tern_frame *tern_lane_tx_next(struct tern_lane *lane);
 void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame);

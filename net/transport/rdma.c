@@ -1133,6 +1133,7 @@ static int tern_rdma_rx_msg(struct tern_rdma_lane *tl,
 	case TERN_RDMA_MSG_DATA:
 		if (buf->len == sizeof(*h))
 			return tern_rdma_proto_err(tl, "empty data message");
+		tern_lane_rx_progress(tl->lane);
 		return tern_rdma_rx_feed(tl, (const u8 *)(h + 1),
 					 buf->len - sizeof(*h));
 	}

@@ -137,8 +137,10 @@ static int tern_tcp_recv_iter(struct tern_tcp_lane *tl, struct iov_iter *iter)
 		return 0;
 	if (ret == 0)
 		return -EPIPE;	/* orderly close by the peer */
-	if (ret > 0)
+	if (ret > 0) {
 		*iter = msg.msg_iter;
+		tern_lane_rx_progress(tl->lane);
+	}
 	return ret;
 }
 
