@@ -31,10 +31,16 @@
  *
  * Flood (-F MODE): many well-formed connections, see "Flood modes" below.
  *
+ * Hostile target (-T CASE -l PORT): the other way round, a tern acceptor
+ * listening on ADDR:PORT that completes handshakes and serves a block
+ * export, but misbehaves as CASE says, for the kernel's client side
+ * (tern_blk, tern_bench). See its section below.
+ *
  * Usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]
  *        tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]
  *        tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS]
  *                  [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS]
+ *        tern_fuzz -T CASE[=ARG] -l PORT [-a ADDR] [-N CONNS] [-s SEED]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,12 +48,15 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -1014,7 +1023,7 @@ static int flood_noread_requests(struct flood_conn *c,
 	return 0;
 }
 
-static int flood(const struct peer *peer, const struct flood_opts *o)
+static int flood_run(const struct peer *peer, const struct flood_opts *o)
 {
 	unsigned long i, accepted = 0, refused = 0, closed = 0, failed = 0;
 	unsigned long dropped = 0;
@@ -1109,8 +1118,9 @@ static int flood(const struct peer *peer, const struct flood_opts *o)
 		for (i = 0; i < o->conns; i++)
 			accepted += conns[i].fd >= 0;
 	}
-	printf("# flood %s connections %lu accepted %lu refused %lu status %d closed %lu failed %lu ready\n",
-	       o->mode, o->conns, accepted, refused, last_status, closed,
+	printf("# flood %s connections %lu accepted %lu refused %lu ",
+	       o->mode, o->conns, accepted, refused);
+	printf("status %d closed %lu failed %lu ready\n", last_status, closed,
 	       failed);
 	fflush(stdout);
 
@@ -1156,11 +1166,699 @@ static int parse_peer(const char *host, const char *port, struct peer *peer)
 	return 0;
 }
 
+/* ---- hostile target (-T CASE -l PORT) ---- */
+
+/*
+ * A tern acceptor that misbehaves, for the client side of the kernel
+ * (tern_blk, tern_bench). It listens on ADDR:PORT, answers HELLOs as a
+ * tern_target port would and serves a 64 MiB export: READs return
+ * ht_pattern_byte() of their device offset, WRITEs are accepted and
+ * dropped, WATCHes are held. CASE says how it misbehaves; a case with
+ * "=ARG" takes a number or a name. Each connection is served by a child
+ * process, which dies with the listener. -N COUNT confines the
+ * misbehaviour to the first COUNT connections, so that a request resent
+ * after a lane reset may be served well. The I/O cases only hit READs at
+ * or past HT_HOSTILE_SECTOR, far from what a partition scan reads.
+ * "-T check=SECTOR" does not listen: it checks that stdin holds the
+ * export's data from SECTOR on.
+ */
+#define HT_CAPACITY		(64ULL << 11)	/* sectors: 64 MiB */
+#define HT_MAX_TRANSFER		(32U << 10)
+#define HT_MAX_DATA		(4U << 20)
+#define HT_MAX_QDEPTH		1024
+#define HT_HOSTILE_SECTOR	2048
+#define HT_JUNK			0xee
+
+enum ht_case {
+	HT_ACK_STATUS,		/* =N: HELLO_ACK status N, then close */
+	HT_ACK_LANES,		/* =N: HELLO_ACK nr_lanes N */
+	HT_ACK_QDEPTH,		/* =N: queue_depth N */
+	HT_ACK_MAX_DATA,	/* =N: max_data N */
+	HT_ACK_MAX_FRONT,	/* =N: max_front N */
+	HT_ACK_FEATURES,	/* =N: features N */
+	HT_ACK_SESSION,		/* another session id */
+	HT_ACK_COOKIE,		/* another cookie */
+	HT_ACK_LANE_IDX,	/* another lane index */
+	HT_OPEN_STATUS,		/* =N: OPEN answered with status N */
+	HT_GEOM,		/* =WHAT: OPEN answered with bad geometry */
+	HT_INFO_GEOM,		/* =WHAT: INFO answered with bad geometry */
+	HT_TID_ZERO,		/* a READ reply to tid 0 first */
+	HT_TID_FUTURE,		/* a READ reply to a tid not yet sent first */
+	HT_TID_DUP,		/* the READ reply, then again with junk */
+	HT_READ_SHORT,		/* half the READ data */
+	HT_READ_LONG,		/* 4 KiB more READ data than the buffer */
+	HT_READ_FRONT,		/* a front on a READ reply */
+	HT_FRONT_BIG,		/* a front above the negotiated max_front */
+	HT_TRICKLE_READ,	/* READ data one byte every 200-500 ms */
+	HT_TRICKLE_OPEN,	/* the OPEN reply's front likewise */
+	HT_WATCH_STORM,		/* every WATCH answered at once, grown */
+	HT_BAD_CRC_READ,	/* READ replies with a wrong data CRC */
+	HT_BAD_CRC_OPEN,	/* OPEN replies with a wrong data CRC */
+	HT_SLOWLORIS,		/* read the HELLO, never answer */
+	HT_HALF_ACK,		/* half a HELLO_ACK, then nothing */
+	HT_ACCEPT_CLOSE,	/* close every connection at once */
+	HT_CHECK,		/* =SECTOR: check stdin, do not listen */
+	HT_CASE_COUNT
+};
+
+static const char *const ht_case_names[HT_CASE_COUNT] = {
+	"ack-status", "ack-lanes", "ack-qdepth", "ack-max-data",
+	"ack-max-front", "ack-features", "ack-session", "ack-cookie",
+	"ack-lane-idx", "open-status", "geom", "info-geom", "tid-zero",
+	"tid-future", "tid-dup", "read-short", "read-long", "read-front",
+	"front-big", "trickle-read", "trickle-open", "watch-storm",
+	"bad-crc-read", "bad-crc-open", "slowloris", "half-ack",
+	"accept-close", "check",
+};
+
+/* Geometry faults of HT_GEOM and HT_INFO_GEOM. */
+enum ht_geom {
+	HT_G_CAPACITY_0,
+	HT_G_CAPACITY_HUGE,
+	HT_G_CAPACITY_UNALIGNED,
+	HT_G_LBS_NPOW2,
+	HT_G_LBS_BIG,
+	HT_G_DISCARD_GRAN,
+	HT_G_MAX_TRANSFER_SMALL,
+	HT_G_MAX_SEGMENTS_0,
+	HT_G_FLAGS_UNKNOWN,
+	HT_G_RESERVED,
+	HT_G_SHORT_FRONT,
+	HT_G_COUNT
+};
+
+static const char *const ht_geom_names[HT_G_COUNT] = {
+	"capacity-0", "capacity-huge", "capacity-unaligned", "lbs-npow2",
+	"lbs-big", "discard-gran", "max-transfer-small", "max-segments-0",
+	"flags-unknown", "reserved", "short-front",
+};
+
+static struct {
+	enum ht_case	kase;
+	long long	arg;
+	unsigned long	bad_conns;	/* misbehave on these first; 0: all */
+	u64		incarnation;
+} ht;
+
+/* One accepted connection, in its own process. */
+struct ht_conn {
+	int			fd;
+	unsigned int		nr;	/* accepted as the nr-th, from 1 */
+	bool			bad;	/* misbehave on this one */
+	bool			crc;	/* data CRC negotiated */
+	u32			tx_seq;
+	u32			rx_seq;
+	u32			max_front;
+	u64			handle;
+	unsigned long		storm;	/* WATCHes answered */
+	struct tern_wire_hdr	hdr;	/* the last frame received */
+	u32			front_len;
+	u8			front[TERN_WIRE_MAX_FRONT];
+};
+
+static void ht_log(const struct ht_conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "# hostile: conn %u: ", c->nr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Byte @b of the export: words of a multiplicative sequence. */
+static u8 ht_pattern_byte(u64 b)
+{
+	u64 w = (b / 8 + 1) * 0x9e3779b97f4a7c15ULL;
+
+	return w >> (8 * (b % 8));
+}
+
+/*
+ * The next frame, within @ms milliseconds (-1: no limit): header in
+ * c->hdr, front in c->front, data read and dropped. 1 on timeout, -1 on
+ * a closed connection or a frame we cannot follow.
+ */
+static int ht_recv(struct ht_conn *c, int ms)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	u8 buf[4096];
+	u32 data, n;
+
+	if (ms >= 0 && poll(&pfd, 1, ms) == 0)
+		return 1;
+	if (recv_all(c->fd, &c->hdr, HDR_LEN))
+		return -1;
+	if (le32toh(c->hdr.magic) != TERN_WIRE_MAGIC ||
+	    crc32c(&c->hdr, HDR_CRC_LEN) != le32toh(c->hdr.hdr_crc)) {
+		ht_log(c, "bad frame header from the client");
+		return -1;
+	}
+	c->rx_seq = le32toh(c->hdr.seq);
+	c->front_len = le32toh(c->hdr.front_len);
+	data = le32toh(c->hdr.data_len);
+	if (c->front_len > sizeof(c->front) ||
+	    recv_all(c->fd, c->front, c->front_len))
+		return -1;
+	while (data) {
+		n = data < sizeof(buf) ? data : sizeof(buf);
+		if (recv_all(c->fd, buf, n))
+			return -1;
+		data -= n;
+	}
+	return 0;
+}
+
+/* Start a frame in fr: the next seq, our ack, an empty body. */
+static void ht_begin(struct ht_conn *c, u8 type, u64 tid, int status)
+{
+	frame_init(&fr, type, ++c->tx_seq);
+	fr.hdr.tid = htole64(tid);
+	fr.hdr.ack = htole32(c->rx_seq);
+	fr.hdr.status = htole32((u32)status);
+}
+
+static void ht_put(const void *p, size_t len)
+{
+	memcpy(fr.body + fr.body_len, p, len);
+	fr.body_len += len;
+}
+
+static void ht_put_data(u64 sector, u32 len, bool junk)
+{
+	u64 b = sector * 512;
+	u32 i;
+
+	for (i = 0; i < len; i++)
+		fr.body[fr.body_len + i] = junk ? HT_JUNK : ht_pattern_byte(b + i);
+	fr.body_len += len;
+}
+
+/* Lengths, data CRC of a REPLY when negotiated, header CRC. */
+static void ht_seal(struct ht_conn *c, u32 front_len)
+{
+	fr.hdr.front_len = htole32(front_len);
+	fr.hdr.data_len = htole32(fr.body_len - front_len);
+	if (c->crc && fr.hdr.type == TERN_WIRE_REPLY) {
+		fr.hdr.flags = htole16(TERN_WIRE_F_DATA_CRC);
+		fr.hdr.data_crc = htole32(crc32c(fr.body, fr.body_len));
+	}
+	frame_seal(&fr);
+}
+
+static int ht_send(struct ht_conn *c, u32 front_len)
+{
+	ht_seal(c, front_len);
+	return send_frame(c->fd, &fr, HDR_LEN, fr.body_len);
+}
+
+/* The frame in fr: header at once, then its body a byte at a time. */
+static int ht_trickle(struct ht_conn *c)
+{
+	size_t i;
+
+	ht_log(c, "trickling a %zu-byte body", fr.body_len);
+	if (send_frame(c->fd, &fr, HDR_LEN, 0))
+		return -1;
+	for (i = 0; i < fr.body_len; i++) {
+		usleep((200 + rnd_below(301)) * 1000);
+		if (send_all(c->fd, fr.body + i, 1)) {
+			ht_log(c, "trickle cut after %zu bytes", i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Sit on the connection until the client closes it. */
+static int ht_idle(struct ht_conn *c)
+{
+	char buf[4096];
+
+	while (recv(c->fd, buf, sizeof(buf), 0) > 0)
+		;
+	return 0;
+}
+
+static int ht_handshake(struct ht_conn *c)
+{
+	struct tern_wire_hello h, ack;
+	u32 max_data, max_front;
+	u16 qd;
+
+	if (ht_recv(c, 10000) || c->hdr.type != TERN_WIRE_HELLO ||
+	    c->front_len != sizeof(h)) {
+		ht_log(c, "no HELLO");
+		return -1;
+	}
+	memcpy(&h, c->front, sizeof(h));
+	if (c->bad && ht.kase == HT_SLOWLORIS) {
+		ht_log(c, "HELLO read, never answered");
+		return ht_idle(c) ?: -1;
+	}
+	ack = h;
+	ack.incarnation = htole64(ht.incarnation);
+	ack.features = h.features & htole32(TERN_FEAT_DATA_CRC);
+	max_data = le32toh(h.max_data);
+	ack.max_data = htole32(max_data < HT_MAX_DATA ? max_data : HT_MAX_DATA);
+	max_front = le32toh(h.max_front);
+	if (max_front > TERN_WIRE_MAX_FRONT)
+		max_front = TERN_WIRE_MAX_FRONT;
+	ack.max_front = htole32(max_front);
+	qd = le16toh(h.queue_depth);
+	ack.queue_depth = htole16(qd < HT_MAX_QDEPTH ? qd : HT_MAX_QDEPTH);
+	ack.reserved0 = 0;
+	ack.status = 0;
+	ack.reserved1 = 0;
+	if (c->bad) {
+		switch (ht.kase) {
+		case HT_ACK_STATUS:
+			ack.status = htole32((u32)ht.arg);
+			break;
+		case HT_ACK_LANES:
+			ack.nr_lanes = htole16(ht.arg);
+			break;
+		case HT_ACK_QDEPTH:
+			ack.queue_depth = htole16(ht.arg);
+			break;
+		case HT_ACK_MAX_DATA:
+			ack.max_data = htole32(ht.arg);
+			break;
+		case HT_ACK_MAX_FRONT:
+			ack.max_front = htole32(ht.arg);
+			break;
+		case HT_ACK_FEATURES:
+			ack.features = htole32(ht.arg);
+			break;
+		case HT_ACK_SESSION:
+			ack.session_id ^= htole64(1);
+			break;
+		case HT_ACK_COOKIE:
+			ack.cookie ^= htole64(1);
+			break;
+		case HT_ACK_LANE_IDX:
+			ack.lane_idx = htole16(le16toh(h.lane_idx) + 1);
+			break;
+		default:
+			break;
+		}
+	}
+	c->crc = le32toh(ack.features) & TERN_FEAT_DATA_CRC;
+	c->max_front = le32toh(ack.max_front);
+	ht_begin(c, TERN_WIRE_HELLO_ACK, 0, 0);
+	ht_put(&ack, sizeof(ack));
+	if (c->bad && ht.kase == HT_HALF_ACK) {
+		ht_seal(c, sizeof(ack));
+		ht_log(c, "half a HELLO_ACK, then nothing");
+		if (send_frame(c->fd, &fr, HDR_LEN, sizeof(ack) / 2))
+			return -1;
+		return ht_idle(c) ?: -1;
+	}
+	if (ht_send(c, sizeof(ack)))
+		return -1;
+	ht_log(c, "ack: lanes %u/%u qd %u/%u data %u front %u feat 0x%x status %d",
+	       le16toh(ack.nr_lanes), le16toh(h.nr_lanes),
+	       le16toh(ack.queue_depth), le16toh(h.queue_depth),
+	       le32toh(ack.max_data), le32toh(ack.max_front),
+	       le32toh(ack.features), (int)le32toh(ack.status));
+	if (ack.status) {
+		/* as an acceptor does: refuse, then close */
+		usleep(200 * 1000);
+		return -1;
+	}
+	return 0;
+}
+
+static void ht_info(struct ht_conn *c, struct tern_blk_info *i, u64 capacity)
+{
+	memset(i, 0, sizeof(*i));
+	i->handle = htole64(c->handle);
+	i->capacity = htole64(capacity);
+	i->logical_block_size = htole32(512);
+	i->physical_block_size = htole32(4096);
+	i->max_transfer = htole32(HT_MAX_TRANSFER);
+	i->max_segments = htole16(128);
+	i->flags = htole16(TERN_BLK_INFO_WRITE_CACHE | TERN_BLK_INFO_DISCARD);
+	i->max_discard_sectors = htole32(8192);
+	i->discard_granularity = htole32(4096);
+}
+
+/* Spoil @i as ht.arg says; the front length to send. */
+static u32 ht_geom_spoil(struct tern_blk_info *i)
+{
+	switch (ht.arg) {
+	case HT_G_CAPACITY_0:
+		i->capacity = 0;
+		break;
+	case HT_G_CAPACITY_HUGE:
+		i->capacity = htole64(1ULL << 60);
+		break;
+	case HT_G_CAPACITY_UNALIGNED:
+		i->logical_block_size = htole32(4096);
+		i->capacity = htole64(HT_CAPACITY + 1);
+		break;
+	case HT_G_LBS_NPOW2:
+		i->logical_block_size = htole32(1000);
+		break;
+	case HT_G_LBS_BIG:
+		i->logical_block_size = htole32(8192);
+		i->physical_block_size = htole32(8192);
+		break;
+	case HT_G_DISCARD_GRAN:
+		i->discard_granularity = htole32(3000);
+		break;
+	case HT_G_MAX_TRANSFER_SMALL:
+		i->max_transfer = htole32(2048);
+		break;
+	case HT_G_MAX_SEGMENTS_0:
+		i->max_segments = 0;
+		break;
+	case HT_G_FLAGS_UNKNOWN:
+		i->flags |= htole16(0x8000);
+		break;
+	case HT_G_RESERVED:
+		i->reserved[4] = htole32(1);
+		break;
+	case HT_G_SHORT_FRONT:
+		return offsetof(struct tern_blk_info, max_discard_sectors);
+	}
+	return sizeof(*i);
+}
+
+/* OPEN, INFO or WATCH: a struct tern_blk_info, spoilt as the case says. */
+static int ht_info_reply(struct ht_conn *c, u64 tid, u8 opcode, u64 known)
+{
+	bool bad_open = c->bad && opcode == TERN_BLK_OP_OPEN;
+	struct tern_blk_info info;
+	u32 len = sizeof(info);
+	int status = 0;
+
+	ht_info(c, &info, opcode == TERN_BLK_OP_WATCH ? known + 8 : HT_CAPACITY);
+	if ((bad_open && ht.kase == HT_GEOM) ||
+	    (c->bad && opcode == TERN_BLK_OP_INFO && ht.kase == HT_INFO_GEOM)) {
+		len = ht_geom_spoil(&info);
+		ht_log(c, "%s answered with geometry %s",
+		       opcode == TERN_BLK_OP_OPEN ? "OPEN" : "INFO",
+		       ht_geom_names[ht.arg]);
+	}
+	if (bad_open && ht.kase == HT_OPEN_STATUS) {
+		status = (int)ht.arg;
+		ht_log(c, "OPEN answered with status %d", status);
+	}
+	ht_begin(c, TERN_WIRE_REPLY, tid, status);
+	ht_put(&info, len);
+	if (bad_open && ht.kase == HT_TRICKLE_OPEN) {
+		ht_seal(c, len);
+		return ht_trickle(c);
+	}
+	if (bad_open && ht.kase == HT_BAD_CRC_OPEN) {
+		ht_seal(c, len);
+		fr.hdr.data_crc ^= htole32(1);
+		frame_seal(&fr);
+		ht_log(c, "OPEN answered with a bad data crc%s",
+		       c->crc ? "" : " (crc not negotiated)");
+		return send_frame(c->fd, &fr, HDR_LEN, fr.body_len);
+	}
+	return ht_send(c, len);
+}
+
+static int ht_status_reply(struct ht_conn *c, u64 tid, int status)
+{
+	ht_begin(c, TERN_WIRE_REPLY, tid, status);
+	return ht_send(c, 0);
+}
+
+/* A READ reply of @len bytes at @sector, junk or not, after @front_len. */
+static int ht_data_reply(struct ht_conn *c, u64 tid, u64 sector, u32 len,
+			 u32 front_len, bool junk)
+{
+	ht_begin(c, TERN_WIRE_REPLY, tid, 0);
+	memset(fr.body, 0, front_len);
+	fr.body_len = front_len;
+	ht_put_data(sector, len, junk);
+	return ht_send(c, front_len);
+}
+
+static int ht_read(struct ht_conn *c, u64 tid, const struct tern_blk_req *r)
+{
+	u64 sector = le64toh(r->offset);
+	u32 len = le32toh(r->length);
+
+	if (len != le32toh(c->hdr.buf_len) || !len || len > HT_MAX_TRANSFER)
+		return ht_status_reply(c, tid, -EINVAL);
+	if (!c->bad || sector < HT_HOSTILE_SECTOR)
+		return ht_data_reply(c, tid, sector, len, 0, false);
+
+	switch (ht.kase) {
+	case HT_TID_ZERO:
+	case HT_TID_FUTURE:
+		ht_log(c, "READ tid %llu: a junk reply to tid %llu first",
+		       (unsigned long long)tid,
+		       ht.kase == HT_TID_ZERO ? 0ULL :
+		       (unsigned long long)tid + 1000);
+		if (ht_data_reply(c, ht.kase == HT_TID_ZERO ? 0 : tid + 1000,
+				  sector, len, 0, true))
+			return -1;
+		return ht_data_reply(c, tid, sector, len, 0, false);
+	case HT_TID_DUP:
+		ht_log(c, "READ tid %llu: answered, then again with junk",
+		       (unsigned long long)tid);
+		if (ht_data_reply(c, tid, sector, len, 0, false))
+			return -1;
+		return ht_data_reply(c, tid, sector, len, 0, true);
+	case HT_READ_SHORT:
+		ht_log(c, "READ tid %llu: %u of %u bytes", (unsigned long long)tid,
+		       len / 2, len);
+		return ht_data_reply(c, tid, sector, len / 2, 0, false);
+	case HT_READ_LONG:
+		ht_log(c, "READ tid %llu: %u bytes for a %u-byte buffer",
+		       (unsigned long long)tid, len + 4096, len);
+		return ht_data_reply(c, tid, sector, len + 4096, 0, false);
+	case HT_READ_FRONT:
+		ht_log(c, "READ tid %llu: with a 16-byte front",
+		       (unsigned long long)tid);
+		return ht_data_reply(c, tid, sector, len, 16, false);
+	case HT_FRONT_BIG:
+		ht_log(c, "READ tid %llu: with a %u-byte front, max_front %u",
+		       (unsigned long long)tid, c->max_front + 1, c->max_front);
+		return ht_data_reply(c, tid, sector, len, c->max_front + 1,
+				     false);
+	case HT_TRICKLE_READ:
+		ht_begin(c, TERN_WIRE_REPLY, tid, 0);
+		ht_put_data(sector, len, false);
+		ht_seal(c, 0);
+		return ht_trickle(c);
+	case HT_BAD_CRC_READ:
+		ht_begin(c, TERN_WIRE_REPLY, tid, 0);
+		ht_put_data(sector, len, false);
+		ht_seal(c, 0);
+		fr.hdr.data_crc ^= htole32(1);
+		frame_seal(&fr);
+		ht_log(c, "READ tid %llu: a bad data crc%s",
+		       (unsigned long long)tid,
+		       c->crc ? "" : " (crc not negotiated)");
+		return send_frame(c->fd, &fr, HDR_LEN, fr.body_len);
+	default:
+		return ht_data_reply(c, tid, sector, len, 0, false);
+	}
+}
+
+static int ht_request(struct ht_conn *c)
+{
+	u64 tid = le64toh(c->hdr.tid);
+	struct tern_blk_req r;
+
+	if (c->front_len < sizeof(r))
+		return ht_status_reply(c, tid, -EINVAL);
+	memcpy(&r, c->front, sizeof(r));
+	switch (r.opcode) {
+	case TERN_BLK_OP_OPEN:
+	case TERN_BLK_OP_INFO:
+		return ht_info_reply(c, tid, r.opcode, 0);
+	case TERN_BLK_OP_WATCH:
+		if (!c->bad || ht.kase != HT_WATCH_STORM)
+			return 0;	/* held: the capacity never changes */
+		if (c->storm++ % 1000 == 0)
+			ht_log(c, "%lu WATCHes answered at once", c->storm);
+		return ht_info_reply(c, tid, r.opcode, le64toh(r.offset));
+	case TERN_BLK_OP_READ:
+		return ht_read(c, tid, &r);
+	case TERN_BLK_OP_WRITE:
+	case TERN_BLK_OP_FLUSH:
+	case TERN_BLK_OP_DISCARD:
+	case TERN_BLK_OP_WRITE_ZEROES:
+	case TERN_BLK_OP_CLOSE:
+		return ht_status_reply(c, tid, 0);
+	default:
+		return ht_status_reply(c, tid, -EINVAL);
+	}
+}
+
+static int ht_conn_run(int fd, unsigned int nr)
+{
+	struct ht_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return 1;
+	c->fd = fd;
+	c->nr = nr;
+	c->bad = !ht.bad_conns || nr <= ht.bad_conns;
+	c->handle = ((u64)rnd() << 32 | rnd()) | 1;
+	if (ht_handshake(c))
+		return 0;
+	for (;;) {
+		if (ht_recv(c, -1))
+			return 0;
+		switch (c->hdr.type) {
+		case TERN_WIRE_PING:
+			ht_begin(c, TERN_WIRE_PONG, 0, 0);
+			if (ht_send(c, 0))
+				return 0;
+			break;
+		case TERN_WIRE_REQUEST:
+			if (ht_request(c))
+				return 0;
+			break;
+		default:
+			ht_log(c, "unexpected frame type %u", c->hdr.type);
+			return 0;
+		}
+	}
+}
+
+/* -T check=SECTOR: stdin must hold the export's bytes from SECTOR on. */
+static int ht_check(u64 sector)
+{
+	u64 b = sector * 512, n = 0;
+	u8 buf[65536];
+	ssize_t got, i;
+
+	while ((got = read(0, buf, sizeof(buf))) > 0) {
+		for (i = 0; i < got; i++, n++) {
+			if (buf[i] != ht_pattern_byte(b + n)) {
+				fprintf(stderr, "tern_fuzz: byte %llu: 0x%02x, expected 0x%02x\n",
+					(unsigned long long)(b + n), buf[i],
+					ht_pattern_byte(b + n));
+				return 1;
+			}
+		}
+	}
+	if (got < 0 || !n) {
+		fprintf(stderr, "tern_fuzz: nothing to check\n");
+		return 1;
+	}
+	printf("# %llu bytes from sector %llu are the export's\n",
+	       (unsigned long long)n, (unsigned long long)sector);
+	return 0;
+}
+
+static int ht_parse(const char *spec)
+{
+	const char *eq = strchr(spec, '=');
+	size_t len = eq ? (size_t)(eq - spec) : strlen(spec);
+	bool want_arg;
+	char *end;
+	int c, g;
+
+	for (c = 0; c < HT_CASE_COUNT; c++)
+		if (strlen(ht_case_names[c]) == len &&
+		    !strncmp(spec, ht_case_names[c], len))
+			break;
+	if (c == HT_CASE_COUNT)
+		return -1;
+	ht.kase = c;
+	want_arg = c <= HT_ACK_FEATURES || c == HT_OPEN_STATUS ||
+		   c == HT_GEOM || c == HT_INFO_GEOM || c == HT_CHECK;
+	if (!want_arg != !eq || (eq && !eq[1]))
+		return -1;
+	if (!eq)
+		return 0;
+	if (c == HT_GEOM || c == HT_INFO_GEOM) {
+		for (g = 0; g < HT_G_COUNT; g++)
+			if (!strcmp(eq + 1, ht_geom_names[g]))
+				break;
+		ht.arg = g;
+		return g < HT_G_COUNT ? 0 : -1;
+	}
+	errno = 0;
+	ht.arg = strtoll(eq + 1, &end, 0);
+	return errno || *end ? -1 : 0;
+}
+
+/*
+ * -T CASE -l PORT [-a ADDR] [-N CONNS] [-s SEED]: serve until killed; a
+ * child per connection, which dies with us. 2 on bad arguments.
+ */
+static int hostile_target(const char *spec, const char *host,
+			  const char *port, unsigned long bad_conns)
+{
+	struct peer self;
+	unsigned int nr;
+	int lfd, fd, one = 1;
+	pid_t pid;
+
+	if (ht_parse(spec))
+		return 2;
+	crc32c_init();
+	if (ht.kase == HT_CHECK)
+		return ht_check(ht.arg);
+	if (!port || parse_peer(host ?: "127.0.0.1", port, &self))
+		return 2;
+	ht.bad_conns = bad_conns;
+	ht.incarnation = ((u64)rnd() << 32) | rnd();
+	lfd = socket(self.addr.ss_family, SOCK_STREAM, 0);
+	if (lfd < 0 ||
+	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lfd, (struct sockaddr *)&self.addr, self.addrlen) ||
+	    listen(lfd, 64)) {
+		perror("tern_fuzz: listen");
+		return 1;
+	}
+	signal(SIGCHLD, SIG_IGN);	/* children reap themselves */
+	printf("# hostile target %s listening on port %s\n", spec, port);
+	fflush(stdout);
+	for (nr = 1;; nr++) {
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED) {
+				nr--;
+				continue;
+			}
+			perror("tern_fuzz: accept");
+			return 1;
+		}
+		if (ht.kase == HT_ACCEPT_CLOSE &&
+		    (!ht.bad_conns || nr <= ht.bad_conns)) {
+			if (nr % 100 == 1)
+				fprintf(stderr, "# hostile: conn %u: closed at once\n",
+					nr);
+			close(fd);
+			continue;
+		}
+		fflush(stderr);
+		pid = fork();
+		if (pid == 0) {
+			close(lfd);
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() == 1)
+				_exit(0);
+			rng_state ^= (u64)nr << 32 | (u64)getpid();
+			rnd();
+			_exit(ht_conn_run(fd, nr));
+		}
+		if (pid < 0)
+			perror("tern_fuzz: fork");
+		close(fd);
+	}
+}
+
 static void die_usage(void)
 {
 	fprintf(stderr, "usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]\n"
 			"       tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]\n"
-			"       tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS] [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS]\n");
+			"       tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS] [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS]\n"
+			"       tern_fuzz -T CASE[=ARG] -l PORT [-a ADDR] [-N CONNS] [-s SEED]\n");
 	exit(2);
 }
 
@@ -1168,6 +1866,8 @@ int main(int argc, char **argv)
 {
 	unsigned long per_case[CASE_COUNT] = { 0 };
 	const char *host = NULL, *port = NULL, *export = NULL, *ro = NULL;
+	const char *hostile = NULL, *lport = NULL;
+	unsigned long bad_conns = 0;
 	unsigned long frames = 10000;
 	struct flood_opts fo = { .conns = 1000, .lanes = 64, .reqs = 16,
 				 .size = 1 << 20, .hold = 5 };
@@ -1176,13 +1876,15 @@ int main(int argc, char **argv)
 	int opt, c;
 
 	rng_state = (u64)time(NULL) | 1;
-	while ((opt = getopt(argc, argv, "a:p:n:s:c:b:r:F:N:L:Q:S:H:R:K:")) != -1) {
+	while ((opt = getopt(argc, argv,
+			     "a:p:n:s:c:b:r:F:N:L:Q:S:H:R:K:T:l:")) != -1) {
 		switch (opt) {
 		case 'F':
 			fo.mode = optarg;
 			break;
-		case 'N':
+		case 'N':	/* flood: connections; -T: bad ones */
 			fo.conns = strtoul(optarg, NULL, 0);
+			bad_conns = fo.conns;
 			break;
 		case 'L':
 			fo.lanes = strtoul(optarg, NULL, 0);
@@ -1204,6 +1906,12 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			export = optarg;
+			break;
+		case 'T':
+			hostile = optarg;
+			break;
+		case 'l':
+			lport = optarg;
 			break;
 		case 'r':
 			ro = optarg;
@@ -1231,6 +1939,12 @@ int main(int argc, char **argv)
 			die_usage();
 		}
 	}
+	if (hostile) {
+		c = hostile_target(hostile, host, lport, bad_conns);
+		if (c == 2)
+			die_usage();
+		return c;
+	}
 	if (!host || !port || !frames)
 		die_usage();
 	if (parse_peer(host, port, &peer))
@@ -1239,7 +1953,7 @@ int main(int argc, char **argv)
 	if (export)
 		return block_probe(&peer, export, ro);
 	if (fo.mode)
-		return fo.lanes ? flood(&peer, &fo) : 2;
+		return fo.lanes ? flood_run(&peer, &fo) : 2;
 	printf("# seed %llu\n", (unsigned long long)rng_state);
 
 	while (count.frames < frames) {
