@@ -850,6 +850,12 @@ int tern_session_rx_hello_ack(struct tern_core_lane *cl)
 	    v.max_front < 64 || v.max_front > le32_to_cpu(mine->max_front) ||
 	    (v.features & ~le32_to_cpu(mine->features))) {
 		tern_lane_proto_err(cl, "handshake answer out of bounds");
+		/* a peer that answers this way will again: fail fast */
+		spin_lock_bh(&sess->lock);
+		if (!sess->negotiated)
+			sess->fatal_err = -EPROTO;
+		spin_unlock_bh(&sess->lock);
+		wake_up_all(&sess->wait);
 		return -EPROTO;
 	}
 	inc = le64_to_cpu(h->incarnation);
@@ -941,6 +947,14 @@ void tern_session_lane_down(struct tern_session *sess,
 
 	spin_lock_bh(&sess->lock);
 	was_live = cl->state == TERN_LANE_LIVE;
+	/*
+	 * The first lane of a session never negotiated, lost during its
+	 * handshake: the peer closed or timed out on us, as it would again.
+	 * tern_connect() fails now, as for a refused connection.
+	 */
+	if (sess->requester && !sess->negotiated && !sess->fatal_err &&
+	    slot && !slot->idx && cl->state == TERN_LANE_HANDSHAKE)
+		sess->fatal_err = -ECONNRESET;
 	WRITE_ONCE(cl->state, TERN_LANE_DEAD);
 	if (was_live)
 		sess->nr_live--;
@@ -1005,13 +1019,18 @@ void tern_session_lane_down(struct tern_session *sess,
 		if (slot && slot->lane == cl) {
 			slot->lane = NULL;
 			/*
-			 * Only a lane that stayed up longer than the backoff
-			 * cap earns an immediate reconnect: a peer that
-			 * accepts and closes at once gets the growing backoff.
+			 * Only a lane that was of use, one that received a
+			 * frame after its HELLO_ACK or stayed up longer than
+			 * the backoff it would now get, earns an immediate
+			 * reconnect: a peer that accepts, answers the
+			 * handshake and closes meets a backoff growing to the
+			 * cap.
 			 */
 			if (sess->requester && was_live &&
-			    time_after(jiffies, slot->live_since +
-				       msecs_to_jiffies(sess->opts.reconnect_max_ms)))
+			    (cl->rx_seq > 1 ||
+			     time_after(jiffies, slot->live_since +
+					msecs_to_jiffies(max(slot->backoff_ms,
+							     sess->opts.reconnect_min_ms)))))
 				slot->backoff_ms = 0;
 			if (sess->requester)
 				tern_slot_schedule_locked(slot);

@@ -339,8 +339,8 @@ run_case() {
 		;;
 	2)
 		for v in "${C2[@]}"; do
-			check "2: HELLO_ACK $v: map fails within 20 s, no device" \
-				map_fails "$v" 20
+			check "2: HELLO_ACK $v: map fails within 3 s, no device" \
+				map_fails "$v" 3
 		done
 		;;
 	3)
@@ -402,13 +402,13 @@ run_case() {
 			map_fails half-ack 25
 		;;
 	11)
-		check "11: every connection closed at once: map fails within 20 s, no device" \
-			map_fails accept-close 20
+		check "11: every connection closed at once: map fails within 3 s, no device" \
+			map_fails accept-close 3
 		;;
 	12)
 		for v in "${C12[@]}"; do
-			check "12: bench run against HELLO_ACK $v fails within 20 s" \
-				bench_fails "$v" 20
+			check "12: bench run against HELLO_ACK $v fails within 3 s" \
+				bench_fails "$v" 3
 		done
 		;;
 	esac
