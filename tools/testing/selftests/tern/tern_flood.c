@@ -117,6 +117,23 @@ static int xrecv(int fd, void *p, size_t n)
 	return 0;
 }
 
+/* the children's totals come back through a pipe: read()/write() */
+static int xpipe_io(int fd, void *p, size_t n, int out)
+{
+	while (n) {
+		ssize_t r = out ? write(fd, p, n) : read(fd, p, n);
+
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		p = (char *)p + r;
+		n -= r;
+	}
+	return 0;
+}
+
 /* One frame: header, @front, then @data (TO_RESPONDER) bytes. */
 static int send_msg(struct sess *s, uint8_t type, uint16_t flags,
 		    const void *front, uint32_t flen, const void *data,
@@ -351,7 +368,7 @@ int main(int argc, char **argv)
 			for (i = 0; i < NSTATUS; i++)
 				all.status[i] += s.status[i];
 		}
-		if (xsend(pipefd[1], &all, sizeof(all)))
+		if (xpipe_io(pipefd[1], &all, sizeof(all), 1))
 			_exit(1);
 		_exit(0);
 	}
@@ -359,7 +376,7 @@ int main(int argc, char **argv)
 	for (p = 0; p < procs; p++) {
 		struct sess all;
 
-		if (xrecv(pipefd[0], &all, sizeof(all)))
+		if (xpipe_io(pipefd[0], &all, sizeof(all), 0))
 			break;
 		sent += all.sent;
 		replies += all.replies;
