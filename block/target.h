@@ -12,7 +12,9 @@
 #include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/rcupdate.h>
 #include <linux/spinlock.h>
+#include <linux/seq_file.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <tern/tern.h>
@@ -46,11 +48,23 @@ struct tern_tgt_stats {
 	u64	count[TERN_TGT_STAT_NR];
 };
 
+/*
+ * The geometry of one enabled instance of an export, published with RCU
+ * and never changed after it, but for @info.capacity (WRITE_ONCE, always a
+ * valid whole number of logical blocks): a reader on the request path
+ * always sees one consistent, valid snapshot, whatever enable, disable or
+ * a resize do meanwhile.
+ */
+struct tern_tgt_geom {
+	struct rcu_head		rcu;
+	struct tern_blk_info	info;		/* handle field unused */
+};
+
 /**
  * struct tern_tgt_export - one exported block device or file
  *
  * Configuration fields are protected by @lock and only change while the
- * export is disabled. The backend (@file, @bdev, @info) is set up by
+ * export is disabled. The backend (@file, @bdev, @geom) is set up by
  * enable and torn down by disable, after every I/O using it finished:
  * I/O enters with tern_tgt_export_io_get() (under @io_lock, refused
  * unless @live and the binding's generation is current) and leaves with
@@ -71,13 +85,16 @@ struct tern_tgt_export {
 
 	struct file		*file;
 	struct block_device	*bdev;		/* NULL for a regular file */
-	struct tern_blk_info	info;		/* handle field unused */
+	struct tern_tgt_geom __rcu *geom;	/* NULL until first enabled */
 
 	spinlock_t		io_lock;	/* live, gen, nr_io */
 	bool			live;
 	unsigned int		gen;
 	unsigned int		nr_io;
 	wait_queue_head_t	io_wait;
+
+	spinlock_t		watch_lock;	/* watches */
+	struct list_head	watches;	/* held WATCHes, oldest first */
 
 	/* per CPU: every lane of every session counts here */
 	struct tern_tgt_stats __percpu *stats;
@@ -107,20 +124,43 @@ struct tern_tgt_port {
 };
 
 /*
+ * Per responder session state, the session's priv: created when the
+ * session comes up, freed when it is gone (after its last request).
+ * @cur is read without a lock on the request path (RCU, see bind_get).
+ */
+struct tern_tgt_sess {
+	struct tern_tgt_bind __rcu *cur;	/* binding requests name */
+	struct list_head	binds;		/* bindings it owns */
+	unsigned int		nr_binds;	/* under tern_tgt_bind_lock */
+	u64			session_id;
+	struct tern_tgt_port	*port;		/* the port it came in on */
+	atomic_t		nr_watches;
+	atomic_long_t		data_bytes;	/* request data held */
+	long			data_budget;
+};
+
+/*
  * A binding: the result of OPEN. Requests name it by @handle; it is tied
  * to the requester's session id, so it survives the responder session
- * being rebuilt after a reconnect.
+ * being rebuilt after a reconnect, and to the port it was opened on:
+ * only requests arriving on that port may use it; unlinking the export
+ * from the port ends it (-ENODEV from then on), removing the port frees
+ * it.
  */
 struct tern_tgt_bind {
 	struct kref		ref;
-	struct hlist_node	node;		/* tern_tgt_binds, while hashed */
+	struct rcu_head		rcu;
+	struct list_head	entry;		/* owner's binds, or orphans */
+	struct tern_tgt_sess	*owner;		/* NULL: an orphan */
 	u64			handle;
 	u64			session_id;
 	struct tern_tgt_export	*exp;
+	struct tern_tgt_port	*port;		/* compared, never followed */
 	unsigned int		gen;		/* exp->gen when opened */
 	bool			read_only;
-	bool			hashed;
-	unsigned int		nr_sess;	/* sessions pointing at it */
+	bool			hashed;		/* in tern_tgt_binds */
+	bool			ended;		/* its port link is gone */
+	struct list_head	writes_end;	/* tern_tgt_binds_end() */
 	unsigned long		orphan_since;
 	char			host[TERN_BLK_NAME_LEN];
 
@@ -136,6 +176,8 @@ struct tern_tgt_io {
 	struct tern_srv_req	*sreq;
 	struct tern_tgt_bind	*bind;
 	struct tern_tgt_export	*exp;		/* set while counted in nr_io */
+	struct tern_tgt_sess	*ts;		/* charged @charged bytes */
+	u32			charged;
 	u8			op;
 	u16			flags;
 	u32			len;
@@ -165,6 +207,28 @@ static inline void tern_tgt_count(struct tern_tgt_export *exp,
 	this_cpu_inc(exp->stats->count[stat]);
 }
 
+/* The geometry, for a holder of exp->lock; NULL before the first enable. */
+static inline struct tern_tgt_geom *
+tern_tgt_geom_locked(struct tern_tgt_export *exp)
+{
+	return rcu_dereference_protected(exp->geom,
+					 lockdep_is_held(&exp->lock));
+}
+
+/* The capacity the export announces, in sectors; any context. */
+static inline u64 tern_tgt_capacity(struct tern_tgt_export *exp)
+{
+	struct tern_tgt_geom *g;
+	u64 cap = 0;
+
+	rcu_read_lock();
+	g = rcu_dereference(exp->geom);
+	if (g)
+		cap = le64_to_cpu(READ_ONCE(g->info.capacity));
+	rcu_read_unlock();
+	return cap;
+}
+
 /* target_configfs.c */
 int tern_tgt_configfs_init(void);
 void tern_tgt_configfs_exit(void);
@@ -175,6 +239,9 @@ struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port);
 struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess, u64 handle);
 void tern_tgt_bind_put(struct tern_tgt_bind *b);
 int tern_tgt_bind_info(struct tern_tgt_bind *b, struct tern_blk_info *info);
+void tern_tgt_binds_end(struct tern_tgt_port *port,
+			struct tern_tgt_export *exp);
+void tern_tgt_watch_bind_ended(struct tern_tgt_bind *b);
 void tern_tgt_binds_exit(void);
 void tern_tgt_binds_init(void);
 void tern_tgt_io_complete(struct tern_tgt_io *io, int status);
@@ -182,6 +249,8 @@ void tern_tgt_io_complete(struct tern_tgt_io *io, int status);
 /* target_watch.c */
 void tern_tgt_watch(struct tern_srv_req *sreq, struct tern_tgt_bind *b,
 		    u64 known);
+void tern_tgt_watch_export_init(struct tern_tgt_export *exp);
+void tern_tgt_watch_show(struct seq_file *m);
 void tern_tgt_watch_resize(struct tern_tgt_export *exp);
 void tern_tgt_watch_export_gone(struct tern_tgt_export *exp);
 void tern_tgt_watch_bind_closed(struct tern_tgt_bind *b);
@@ -191,6 +260,7 @@ void tern_tgt_watch_exit(void);
 
 /* target_io.c */
 int tern_tgt_backend_open(struct tern_tgt_export *exp);
+void tern_tgt_geom_free(struct tern_tgt_export *exp);
 void tern_tgt_backend_close(struct tern_tgt_export *exp);
 void tern_tgt_refresh_capacity(struct tern_tgt_export *exp);
 void tern_tgt_io_submit(struct tern_tgt_io *io);

@@ -72,6 +72,7 @@ static void tern_tgt_export_release(struct kref *ref)
 						   ref);
 
 	kfree(exp->device_path);
+	tern_tgt_geom_free(exp);
 	free_percpu(exp->stats);
 	kfree(exp);
 }
@@ -309,9 +310,9 @@ static ssize_t tern_tgt_export_revalidate_size_store(struct config_item *item,
 		       config_item_name(item));
 		return -ENODEV;
 	}
-	old = le64_to_cpu(exp->info.capacity);
+	old = tern_tgt_capacity(exp);
 	tern_tgt_refresh_capacity(exp);
-	cap = le64_to_cpu(exp->info.capacity);
+	cap = tern_tgt_capacity(exp);
 	mutex_unlock(&exp->lock);
 	if (cap != old)
 		pr_info("export %s: capacity %llu -> %llu sectors\n",
@@ -402,6 +403,7 @@ static struct config_group *tern_tgt_exports_make(struct config_group *group,
 	mutex_init(&exp->lock);
 	spin_lock_init(&exp->io_lock);
 	init_waitqueue_head(&exp->io_wait);
+	tern_tgt_watch_export_init(exp);
 	INIT_LIST_HEAD(&exp->entry);
 	config_group_init_type_name(&exp->group, name, &tern_tgt_export_type);
 
@@ -772,6 +774,8 @@ static void tern_tgt_port_drop_link(struct config_item *src,
 			break;
 		}
 	}
+	/* what was opened through this link ends with it */
+	tern_tgt_binds_end(port, exp);
 	mutex_unlock(&tern_tgt_mutex);
 }
 
@@ -825,6 +829,8 @@ static void tern_tgt_ports_drop(struct config_group *group,
 
 	mutex_lock(&tern_tgt_mutex);
 	list_del_init(&port->entry);
+	/* no binding names the port once it is freed */
+	tern_tgt_binds_end(port, NULL);
 	mutex_unlock(&tern_tgt_mutex);
 	config_item_put(item);
 }

@@ -19,10 +19,13 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ctype.h>
-#include <linux/hashtable.h>
+#include <linux/debugfs.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/random.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/xarray.h>
 #include "target.h"
 
 static unsigned int orphan_timeout = 300;
@@ -30,17 +33,56 @@ module_param(orphan_timeout, uint, 0644);
 MODULE_PARM_DESC(orphan_timeout,
 		 "seconds a binding survives without any session (default 300)");
 
-static DEFINE_HASHTABLE(tern_tgt_binds, 6);
+static unsigned int max_session_binds = 8;
+module_param(max_session_binds, uint, 0644);
+MODULE_PARM_DESC(max_session_binds,
+		 "bindings one session may hold; the oldest it does not use goes first, 2..1024 (default 8)");
+
+static unsigned int max_binds = 16384;
+module_param(max_binds, uint, 0644);
+MODULE_PARM_DESC(max_binds,
+		 "bindings the target holds in all; the oldest orphan goes first, else OPEN fails with -EBUSY (default 16384)");
+
+static unsigned int session_data_kib;
+module_param(session_data_kib, uint, 0644);
+MODULE_PARM_DESC(session_data_kib,
+		 "KiB of request data one session may hold; 0: 128 KiB per request of the negotiated queue depth, at least 1 MiB (default 0)");
+
+static unsigned int max_data_mib;
+module_param(max_data_mib, uint, 0644);
+MODULE_PARM_DESC(max_data_mib,
+		 "MiB of request data all sessions may hold; 0: an eighth of RAM (default 0)");
+
+/*
+ * Bindings by handle, looked up under RCU. tern_tgt_bind_lock guards
+ * everything else about them: which session owns a binding (or the
+ * orphan list it is on), the counts, and the hashed flag. It is taken by
+ * OPEN, CLOSE, a session going away and a binding claimed again after a
+ * reconnect; never by an I/O request naming its session's binding.
+ */
+static DEFINE_XARRAY(tern_tgt_binds);
 static DEFINE_SPINLOCK(tern_tgt_bind_lock);
+static LIST_HEAD(tern_tgt_orphans);		/* oldest first */
+static unsigned int tern_tgt_nr_binds;
 static struct delayed_work tern_tgt_gc_work;
 #define TERN_TGT_GC_INTERVAL	(10 * HZ)
+
+static atomic_long_t tern_tgt_data_bytes = ATOMIC_LONG_INIT(0);
+static long tern_tgt_data_auto;		/* max_data_mib 0, in bytes */
+
+/* what a peer was refused; shown by debugfs tern_target/limits */
+static atomic_long_t tern_tgt_refused_opens = ATOMIC_LONG_INIT(0);
+static atomic_long_t tern_tgt_evicted_binds = ATOMIC_LONG_INIT(0);
+static atomic_long_t tern_tgt_refused_data = ATOMIC_LONG_INIT(0);
+static atomic_long_t tern_tgt_discarded = ATOMIC_LONG_INIT(0);
+static struct dentry *tern_tgt_debugfs;
 
 static void tern_tgt_bind_release(struct kref *ref)
 {
 	struct tern_tgt_bind *b = container_of(ref, struct tern_tgt_bind, ref);
 
 	tern_tgt_export_put(b->exp);
-	kfree(b);
+	kfree_rcu(b, rcu);
 }
 
 void tern_tgt_bind_put(struct tern_tgt_bind *b)
@@ -48,127 +90,237 @@ void tern_tgt_bind_put(struct tern_tgt_bind *b)
 	kref_put(&b->ref, tern_tgt_bind_release);
 }
 
-/* Drop the hash's reference; caller holds tern_tgt_bind_lock. */
+/*
+ * Take @b out of the table and off its list; caller holds
+ * tern_tgt_bind_lock. The caller then erases the handle, ends the
+ * binding's watches and puts the table's reference (tern_tgt_bind_kill).
+ */
 static bool tern_tgt_bind_unhash_locked(struct tern_tgt_bind *b)
 {
+	struct tern_tgt_sess *ts = b->owner;
+
 	if (!b->hashed)
 		return false;
-	hash_del(&b->node);
 	b->hashed = false;
+	list_del_init(&b->entry);
+	if (ts) {
+		ts->nr_binds--;
+		if (rcu_access_pointer(ts->cur) == b)
+			RCU_INIT_POINTER(ts->cur, NULL);
+		b->owner = NULL;
+	}
+	tern_tgt_nr_binds--;
 	return true;
+}
+
+static void tern_tgt_bind_kill(struct tern_tgt_bind *b)
+{
+	xa_erase(&tern_tgt_binds, (unsigned long)b->handle);
+	tern_tgt_watch_bind_closed(b);
+	tern_tgt_bind_put(b);
+}
+
+static void tern_tgt_bind_kill_list(struct list_head *dead, const char *why)
+{
+	struct tern_tgt_bind *b, *tmp;
+
+	list_for_each_entry_safe(b, tmp, dead, entry) {
+		list_del_init(&b->entry);
+		if (why)
+			pr_info_ratelimited("binding %016llx (export %s, host %s) %s\n",
+					    b->handle,
+					    config_item_name(&b->exp->group.cg_item),
+					    b->host, why);
+		tern_tgt_bind_kill(b);
+	}
 }
 
 static void tern_tgt_gc(struct work_struct *work)
 {
 	unsigned long tmo = msecs_to_jiffies(orphan_timeout * 1000);
-	struct tern_tgt_bind *b, *dead[16];
-	struct hlist_node *tmp;
-	unsigned int bkt, n = 0, i;
+	struct tern_tgt_bind *b, *tmp;
+	unsigned int n = 0;
+	LIST_HEAD(dead);
 
 	spin_lock(&tern_tgt_bind_lock);
-	hash_for_each_safe(tern_tgt_binds, bkt, tmp, b, node) {
-		if (n == ARRAY_SIZE(dead))
+	list_for_each_entry_safe(b, tmp, &tern_tgt_orphans, entry) {
+		if (n == 64 || !time_after(jiffies, b->orphan_since + tmo))
 			break;
-		if (b->nr_sess || !time_after(jiffies, b->orphan_since + tmo))
-			continue;
 		tern_tgt_bind_unhash_locked(b);
-		dead[n++] = b;
+		list_add_tail(&b->entry, &dead);
+		n++;
 	}
 	spin_unlock(&tern_tgt_bind_lock);
-	for (i = 0; i < n; i++) {
-		pr_info("binding %016llx (export %s, host %s) expired\n",
-			dead[i]->handle,
-			config_item_name(&dead[i]->exp->group.cg_item),
-			dead[i]->host);
-		tern_tgt_bind_put(dead[i]);
-	}
-	mod_delayed_work(system_wq, &tern_tgt_gc_work,
-			 n == ARRAY_SIZE(dead) ? 0 : TERN_TGT_GC_INTERVAL);
+	tern_tgt_bind_kill_list(&dead, "expired");
+	mod_delayed_work(tern_tgt_wq, &tern_tgt_gc_work,
+			 n == 64 ? 0 : TERN_TGT_GC_INTERVAL);
 }
+
+static int tern_tgt_limits_show(struct seq_file *m, void *v)
+{
+	unsigned int nr;
+
+	spin_lock(&tern_tgt_bind_lock);
+	nr = tern_tgt_nr_binds;
+	spin_unlock(&tern_tgt_bind_lock);
+	seq_printf(m, "binds %u\n", nr);
+	seq_printf(m, "binds_max %u\n", READ_ONCE(max_binds));
+	seq_printf(m, "refused_opens %ld\n",
+		   atomic_long_read(&tern_tgt_refused_opens));
+	seq_printf(m, "evicted_binds %ld\n",
+		   atomic_long_read(&tern_tgt_evicted_binds));
+	seq_printf(m, "data_bytes %ld\n",
+		   atomic_long_read(&tern_tgt_data_bytes));
+	seq_printf(m, "data_bytes_max %ld\n", READ_ONCE(max_data_mib) ?
+		   (long)READ_ONCE(max_data_mib) << 20 : tern_tgt_data_auto);
+	seq_printf(m, "refused_data %ld\n",
+		   atomic_long_read(&tern_tgt_refused_data));
+	seq_printf(m, "discarded %ld\n", atomic_long_read(&tern_tgt_discarded));
+	tern_tgt_watch_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tern_tgt_limits);
 
 void tern_tgt_binds_init(void)
 {
+	tern_tgt_data_auto = (long)(totalram_pages() / 8) << PAGE_SHIFT;
+	tern_tgt_data_auto = max_t(long, tern_tgt_data_auto, SZ_16M);
+	tern_tgt_debugfs = debugfs_create_dir("tern_target", NULL);
+	debugfs_create_file("limits", 0444, tern_tgt_debugfs, NULL,
+			    &tern_tgt_limits_fops);
 	INIT_DELAYED_WORK(&tern_tgt_gc_work, tern_tgt_gc);
-	mod_delayed_work(system_wq, &tern_tgt_gc_work, TERN_TGT_GC_INTERVAL);
+	mod_delayed_work(tern_tgt_wq, &tern_tgt_gc_work, TERN_TGT_GC_INTERVAL);
 }
 
-/* Module exit: every port is gone, so no session refers to a binding. */
+/* Module exit: every port is gone, so every binding is an orphan. */
 void tern_tgt_binds_exit(void)
 {
-	struct tern_tgt_bind *b;
-	struct hlist_node *tmp;
-	unsigned int bkt;
-	HLIST_HEAD(dead);
+	struct tern_tgt_bind *b, *tmp;
+	LIST_HEAD(dead);
 
 	cancel_delayed_work_sync(&tern_tgt_gc_work);
+	debugfs_remove_recursive(tern_tgt_debugfs);
 	spin_lock(&tern_tgt_bind_lock);
-	hash_for_each_safe(tern_tgt_binds, bkt, tmp, b, node) {
+	list_for_each_entry_safe(b, tmp, &tern_tgt_orphans, entry) {
 		tern_tgt_bind_unhash_locked(b);
-		hlist_add_head(&b->node, &dead);
+		list_add_tail(&b->entry, &dead);
 	}
 	spin_unlock(&tern_tgt_bind_lock);
-	hlist_for_each_entry_safe(b, tmp, &dead, node)
-		tern_tgt_bind_put(b);
+	tern_tgt_bind_kill_list(&dead, NULL);
+	WARN_ON(!xa_empty(&tern_tgt_binds));
 }
 
-static struct tern_tgt_bind *tern_tgt_bind_find_locked(u64 handle)
+/*
+ * End the bindings opened on @port to @exp: the export was unlinked from
+ * the port. They answer -ENODEV from now on, as the export is gone for
+ * their requester, and expire as orphans. With @exp NULL the port is
+ * being removed: its bindings are freed. Caller holds tern_tgt_mutex,
+ * which OPEN holds from its checks to its insertion.
+ */
+void tern_tgt_binds_end(struct tern_tgt_port *port,
+			struct tern_tgt_export *exp)
 {
 	struct tern_tgt_bind *b;
+	unsigned long idx;
+	LIST_HEAD(dead);
 
-	hash_for_each_possible(tern_tgt_binds, b, node, handle)
-		if (b->handle == handle)
-			return b;
-	return NULL;
+	lockdep_assert_held(&tern_tgt_mutex);
+	spin_lock(&tern_tgt_bind_lock);
+	xa_for_each(&tern_tgt_binds, idx, b) {
+		if (b->port != port || (exp && b->exp != exp))
+			continue;
+		if (exp) {
+			WRITE_ONCE(b->ended, true);
+			if (kref_get_unless_zero(&b->ref))
+				list_add_tail(&b->writes_end, &dead);
+		} else if (tern_tgt_bind_unhash_locked(b)) {
+			list_add_tail(&b->entry, &dead);
+		}
+	}
+	spin_unlock(&tern_tgt_bind_lock);
+	if (!exp) {
+		tern_tgt_bind_kill_list(&dead, NULL);
+		return;
+	}
+	while (!list_empty(&dead)) {
+		b = list_first_entry(&dead, struct tern_tgt_bind, writes_end);
+		list_del_init(&b->writes_end);
+		tern_tgt_watch_bind_ended(b);
+		tern_tgt_bind_put(b);
+	}
 }
 
-/* Point @sess at @b (or at nothing); caller holds tern_tgt_bind_lock. */
-static struct tern_tgt_bind *tern_tgt_attach_locked(struct tern_session *sess,
-						    struct tern_tgt_bind *b)
+/*
+ * Make @b the binding of @ts; caller holds tern_tgt_bind_lock. Over the
+ * session's limit, the oldest binding it owns and does not use now goes
+ * on @dead.
+ */
+static void tern_tgt_own_locked(struct tern_tgt_sess *ts,
+				struct tern_tgt_bind *b, struct list_head *dead)
 {
-	struct tern_tgt_bind *old = tern_session_priv(sess);
+	unsigned int limit = clamp(READ_ONCE(max_session_binds), 2U, 1024U);
+	struct tern_tgt_bind *v, *tmp;
 
-	if (old == b)
-		return NULL;
-	if (old && !--old->nr_sess)
-		old->orphan_since = jiffies;
-	if (b) {
-		kref_get(&b->ref);
-		b->nr_sess++;
+	if (b->owner != ts) {
+		list_del_init(&b->entry);
+		if (b->owner) {
+			b->owner->nr_binds--;
+			if (rcu_access_pointer(b->owner->cur) == b)
+				RCU_INIT_POINTER(b->owner->cur, NULL);
+		}
+		b->owner = ts;
+		list_add_tail(&b->entry, &ts->binds);
+		ts->nr_binds++;
+	} else {
+		list_move_tail(&b->entry, &ts->binds);	/* newest used */
 	}
-	tern_session_set_priv(sess, b);
-	return old;	/* the caller puts the session's old reference */
+	rcu_assign_pointer(ts->cur, b);
+	list_for_each_entry_safe(v, tmp, &ts->binds, entry) {
+		if (ts->nr_binds <= limit)
+			break;
+		if (v == b)
+			continue;
+		tern_tgt_bind_unhash_locked(v);
+		list_add_tail(&v->entry, dead);
+		atomic_long_inc(&tern_tgt_evicted_binds);
+	}
 }
 
 /*
  * Find the binding a request names and take a reference for the request.
- * A session that lost its binding (rebuilt after a reconnect) is attached
- * again when the handle and the requester's session id match.
+ * The session's own binding is found without a lock. A session that lost
+ * its binding (rebuilt after a reconnect) claims it again when the handle,
+ * the requester's session id and the port match.
  */
 struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess, u64 handle)
 {
-	struct tern_tgt_bind *b, *old = NULL;
-	struct tern_session_info si;
+	struct tern_tgt_sess *ts = tern_session_priv(sess);
+	struct tern_tgt_bind *b;
+	LIST_HEAD(dead);
+
+	if (!ts)
+		return NULL;
+	rcu_read_lock();
+	b = rcu_dereference(ts->cur);
+	if (b && b->handle == handle && kref_get_unless_zero(&b->ref)) {
+		rcu_read_unlock();
+		return b;
+	}
+	rcu_read_unlock();
+	if (!handle)
+		return NULL;
 
 	spin_lock(&tern_tgt_bind_lock);
-	b = tern_session_priv(sess);
-	if (b && b->handle == handle && b->hashed)
-		goto found;
-	spin_unlock(&tern_tgt_bind_lock);
-
-	/* not the session's binding: one it may claim again, by session id */
-	tern_session_get_info(sess, &si);
-	spin_lock(&tern_tgt_bind_lock);
-	b = tern_tgt_bind_find_locked(handle);
-	if (!b || b->session_id != si.session_id) {
+	b = xa_load(&tern_tgt_binds, (unsigned long)handle);
+	if (!b || !b->hashed || b->handle != handle ||
+	    b->session_id != ts->session_id || b->port != ts->port) {
 		spin_unlock(&tern_tgt_bind_lock);
 		return NULL;
 	}
-	old = tern_tgt_attach_locked(sess, b);
-found:
+	tern_tgt_own_locked(ts, b, &dead);
 	kref_get(&b->ref);
 	spin_unlock(&tern_tgt_bind_lock);
-	if (old)
-		tern_tgt_bind_put(old);
+	tern_tgt_bind_kill_list(&dead, NULL);
 	return b;
 }
 
@@ -208,12 +360,18 @@ int tern_tgt_bind_info(struct tern_tgt_bind *b, struct tern_blk_info *info)
 	struct tern_tgt_export *exp = b->exp;
 	int err = -ENODEV;
 
+	struct tern_tgt_geom *g;
+
 	mutex_lock(&exp->lock);
-	if (exp->enabled && b->gen == exp->gen) {
+	if (exp->enabled && b->gen == exp->gen && !READ_ONCE(b->ended)) {
 		tern_tgt_refresh_capacity(exp);
 		err = 0;
 	}
-	*info = exp->info;
+	g = tern_tgt_geom_locked(exp);
+	if (g)
+		*info = g->info;
+	else
+		memset(info, 0, sizeof(*info));
 	mutex_unlock(&exp->lock);
 	info->handle = cpu_to_le64(b->handle);
 	if (b->read_only)
@@ -319,18 +477,17 @@ static bool tern_tgt_name_ok(const char *s)
 	return true;
 }
 
-static bool tern_tgt_port_has_locked(struct tern_tgt_export *exp)
+/* @exp is linked to @port and the port is enabled; tern_tgt_mutex held. */
+static bool tern_tgt_port_has_locked(struct tern_tgt_port *port,
+				     struct tern_tgt_export *exp)
 {
-	struct tern_tgt_port *port;
 	struct tern_tgt_link *link;
 
-	list_for_each_entry(port, &tern_tgt_ports, entry) {
-		if (!READ_ONCE(port->enabled))
-			continue;
-		list_for_each_entry(link, &port->links, entry)
-			if (link->exp == exp)
-				return true;
-	}
+	if (!port || !READ_ONCE(port->enabled))
+		return false;
+	list_for_each_entry(link, &port->links, entry)
+		if (link->exp == exp)
+			return true;
 	return false;
 }
 
@@ -347,13 +504,37 @@ static bool tern_tgt_host_allowed(struct tern_tgt_export *exp,
 	return false;
 }
 
-static int tern_tgt_open(struct tern_srv_req *sreq,
+/*
+ * Room for one more binding; caller holds tern_tgt_bind_lock. At the
+ * global limit the oldest orphan goes on @dead; with no orphan to give
+ * up, false.
+ */
+static bool tern_tgt_bind_room_locked(struct list_head *dead)
+{
+	struct tern_tgt_bind *v;
+
+	if (tern_tgt_nr_binds < READ_ONCE(max_binds))
+		return true;
+	v = list_first_entry_or_null(&tern_tgt_orphans, struct tern_tgt_bind,
+				     entry);
+	if (!v)
+		return false;
+	tern_tgt_bind_unhash_locked(v);
+	list_add_tail(&v->entry, dead);
+	atomic_long_inc(&tern_tgt_evicted_binds);
+	return true;
+}
+
+static int tern_tgt_open(struct tern_srv_req *sreq, struct tern_tgt_sess *ts,
 			 const struct tern_blk_open_args *args,
 			 struct tern_blk_info *info)
 {
 	struct tern_tgt_export *exp = NULL, *e;
-	struct tern_tgt_bind *b, *old;
+	struct tern_tgt_geom *g;
+	struct tern_tgt_bind *b;
 	struct tern_session_info si;
+	LIST_HEAD(dead);
+	bool room;
 	int err;
 
 	if (!tern_tgt_name_ok(args->export) || !tern_tgt_name_ok(args->host)) {
@@ -364,12 +545,16 @@ static int tern_tgt_open(struct tern_srv_req *sreq,
 	if (!b)
 		return -ENOMEM;
 	kref_init(&b->ref);
+	INIT_LIST_HEAD(&b->entry);
+	INIT_LIST_HEAD(&b->writes_end);
 	spin_lock_init(&b->lock);
 	INIT_LIST_HEAD(&b->writes);
 	strscpy(b->host, args->host, sizeof(b->host));
 	tern_session_get_info(sreq->sess, &si);
-	b->session_id = si.session_id;
+	b->session_id = ts->session_id;
+	b->port = ts->port;
 
+	/* held until the binding is in the table: see tern_tgt_binds_end() */
 	mutex_lock(&tern_tgt_mutex);
 	list_for_each_entry(e, &tern_tgt_exports, entry) {
 		if (!strcmp(config_item_name(&e->group.cg_item),
@@ -379,11 +564,12 @@ static int tern_tgt_open(struct tern_srv_req *sreq,
 		}
 	}
 	err = -ENOENT;
-	if (!exp || !tern_tgt_port_has_locked(exp))
+	if (!exp || !tern_tgt_port_has_locked(ts->port, exp))
 		goto fail;
 	mutex_lock(&exp->lock);
 	err = -ENODEV;
-	if (!exp->enabled)
+	g = tern_tgt_geom_locked(exp);
+	if (!exp->enabled || !g)
 		goto fail_exp;
 	err = -EACCES;
 	if (!tern_tgt_host_allowed(exp, args->host))
@@ -394,28 +580,55 @@ static int tern_tgt_open(struct tern_srv_req *sreq,
 	spin_lock_irq(&exp->io_lock);
 	b->gen = exp->gen;
 	spin_unlock_irq(&exp->io_lock);
-	*info = exp->info;
+	*info = g->info;
 	mutex_unlock(&exp->lock);
+
+	spin_lock(&tern_tgt_bind_lock);
+	room = tern_tgt_bind_room_locked(&dead);
+	if (room)
+		tern_tgt_nr_binds++;	/* reserved */
+	spin_unlock(&tern_tgt_bind_lock);
+	err = -EBUSY;
+	if (!room) {
+		atomic_long_inc(&tern_tgt_refused_opens);
+		goto fail_reserved;
+	}
+	for (;;) {
+		b->handle = get_random_long();
+		if (!b->handle)
+			continue;
+		err = xa_insert(&tern_tgt_binds, (unsigned long)b->handle, b,
+				GFP_NOIO);
+		if (err != -EBUSY)
+			break;
+	}
+	spin_lock(&tern_tgt_bind_lock);
+	if (err) {
+		tern_tgt_nr_binds--;
+		spin_unlock(&tern_tgt_bind_lock);
+		goto fail_reserved;
+	}
+	b->hashed = true;	/* the table owns the initial reference */
+	b->orphan_since = jiffies;
+	tern_tgt_own_locked(ts, b, &dead);
+	spin_unlock(&tern_tgt_bind_lock);
 	mutex_unlock(&tern_tgt_mutex);
+	tern_tgt_bind_kill_list(&dead, NULL);
 
 	info->max_transfer = cpu_to_le32(min_t(u32, si.max_data,
 					       TERN_TGT_MAX_TRANSFER));
-	spin_lock(&tern_tgt_bind_lock);
-	do {
-		b->handle = get_random_u64();
-	} while (!b->handle || tern_tgt_bind_find_locked(b->handle));
-	hash_add(tern_tgt_binds, &b->node, b->handle);
-	b->hashed = true;	/* the hash owns the initial reference */
-	b->orphan_since = jiffies;
-	old = tern_tgt_attach_locked(sreq->sess, b);
-	spin_unlock(&tern_tgt_bind_lock);
-	if (old)
-		tern_tgt_bind_put(old);
 	info->handle = cpu_to_le64(b->handle);
-	pr_info("host %s opened export %s (binding %016llx)\n", b->host,
-		args->export, b->handle);
+	pr_info_ratelimited("host %s opened export %s (binding %016llx)\n",
+			    b->host, args->export, b->handle);
 	return 0;
 
+fail_reserved:
+	mutex_unlock(&tern_tgt_mutex);
+	tern_tgt_bind_kill_list(&dead, NULL);
+	pr_warn_ratelimited("host %s cannot open export %s (%d)\n",
+			    args->host, args->export, err);
+	tern_tgt_bind_put(b);	/* puts the export */
+	return err;
 fail_exp:
 	mutex_unlock(&exp->lock);
 fail:
@@ -426,24 +639,18 @@ fail:
 	return err;
 }
 
-static void tern_tgt_close(struct tern_session *sess, struct tern_tgt_bind *b)
+static void tern_tgt_close(struct tern_tgt_bind *b)
 {
-	struct tern_tgt_bind *old;
 	bool unhashed;
 
 	spin_lock(&tern_tgt_bind_lock);
 	unhashed = tern_tgt_bind_unhash_locked(b);
-	old = tern_session_priv(sess) == b ?
-		tern_tgt_attach_locked(sess, NULL) : NULL;
 	spin_unlock(&tern_tgt_bind_lock);
 	if (unhashed) {
-		pr_info("host %s closed export %s\n", b->host,
-			config_item_name(&b->exp->group.cg_item));
-		tern_tgt_watch_bind_closed(b);
-		tern_tgt_bind_put(b);
+		pr_info_ratelimited("host %s closed export %s\n", b->host,
+				    config_item_name(&b->exp->group.cg_item));
+		tern_tgt_bind_kill(b);
 	}
-	if (old)
-		tern_tgt_bind_put(old);
 }
 
 /* Check a request front against the message; returns the opcode or < 0. */
@@ -493,8 +700,8 @@ static int tern_tgt_check_front(struct tern_srv_req *sreq,
 	return r->opcode;
 }
 
-/* Check the range of an I/O against the export; 0 or negative errno. */
-static int tern_tgt_check_range(struct tern_tgt_io *io,
+/* Check the range of an I/O against the export's geometry. */
+static int tern_tgt_check_range(u8 op, u32 len, u64 sector,
 				const struct tern_blk_info *info)
 {
 	u32 lbs = le32_to_cpu(info->logical_block_size);
@@ -502,9 +709,9 @@ static int tern_tgt_check_range(struct tern_tgt_io *io,
 	u16 iflags = le16_to_cpu(info->flags);
 	u32 max_sectors;
 
-	switch (io->op) {
+	switch (op) {
 	case TERN_BLK_OP_FLUSH:
-		return io->len || io->sector ? -EINVAL : 0;
+		return len || sector ? -EINVAL : 0;
 	case TERN_BLK_OP_READ:
 	case TERN_BLK_OP_WRITE:
 		max_sectors = le32_to_cpu(info->max_transfer) >> SECTOR_SHIFT;
@@ -522,43 +729,89 @@ static int tern_tgt_check_range(struct tern_tgt_io *io,
 	default:
 		return -EINVAL;
 	}
-	if (!io->len || io->len % lbs ||
-	    (io->sector << SECTOR_SHIFT) % lbs ||
-	    (io->len >> SECTOR_SHIFT) > max_sectors)
+	if (!lbs || !len || len % lbs || (sector << SECTOR_SHIFT) % lbs ||
+	    (len >> SECTOR_SHIFT) > max_sectors)
 		return -EINVAL;
-	if (io->sector >= cap || (io->len >> SECTOR_SHIFT) > cap - io->sector)
+	if (sector >= cap || (len >> SECTOR_SHIFT) > cap - sector)
 		return -ERANGE;
 	return 0;
 }
 
-static int tern_tgt_handle_io(struct tern_srv_req *sreq,
-			      struct tern_tgt_io *io,
-			      const struct tern_blk_req *r)
+/*
+ * May @b do this I/O: read-only, and the range against the geometry
+ * snapshot its export publishes. 0 or a negative errno.
+ */
+static int tern_tgt_check_io(struct tern_tgt_bind *b,
+			     const struct tern_blk_req *r)
 {
-	struct tern_tgt_bind *b;
-	struct tern_tgt_export *exp;
+	struct tern_tgt_geom *g;
+	u8 op = r->opcode;
 	int err;
 
-	b = tern_tgt_bind_get(sreq->sess, le64_to_cpu(r->handle));
-	if (!b)
-		return -ESTALE;
-	io->bind = b;
-	exp = b->exp;
-
-	if (r->opcode == TERN_BLK_OP_CLOSE) {
-		tern_tgt_close(sreq->sess, b);
-		return 0;
-	}
-	if (r->opcode == TERN_BLK_OP_INFO)
-		return -EINVAL;	/* handled by the caller */
-
-	if (b->read_only && (io->op == TERN_BLK_OP_WRITE ||
-			     io->op == TERN_BLK_OP_DISCARD ||
-			     io->op == TERN_BLK_OP_WRITE_ZEROES))
+	if (READ_ONCE(b->ended))
+		return -ENODEV;
+	if (b->read_only && (op == TERN_BLK_OP_WRITE ||
+			     op == TERN_BLK_OP_DISCARD ||
+			     op == TERN_BLK_OP_WRITE_ZEROES))
 		return -EROFS;
-	err = tern_tgt_check_range(io, &exp->info);
-	if (err)
-		return err;
+	rcu_read_lock();
+	g = rcu_dereference(b->exp->geom);
+	err = g ? tern_tgt_check_range(op, le32_to_cpu(r->length),
+				       le64_to_cpu(r->offset), &g->info) :
+		  -ENODEV;
+	rcu_read_unlock();
+	return err;
+}
+
+/* Charge @len bytes of request data to @ts and to the target. */
+static bool tern_tgt_charge(struct tern_tgt_sess *ts, u32 len)
+{
+	long limit = READ_ONCE(max_data_mib);
+
+	limit = limit ? limit << 20 : tern_tgt_data_auto;
+	if (atomic_long_add_return(len, &ts->data_bytes) > ts->data_budget)
+		goto over_session;
+	if (atomic_long_add_return(len, &tern_tgt_data_bytes) > limit)
+		goto over;
+	return true;
+over:
+	atomic_long_sub(len, &tern_tgt_data_bytes);
+over_session:
+	atomic_long_sub(len, &ts->data_bytes);
+	atomic_long_inc(&tern_tgt_refused_data);
+	return false;
+}
+
+static void tern_tgt_uncharge(struct tern_tgt_sess *ts, u32 len)
+{
+	atomic_long_sub(len, &ts->data_bytes);
+	atomic_long_sub(len, &tern_tgt_data_bytes);
+}
+
+/* A request's io and data pages, within the budgets; NULL: -ENOMEM. */
+static struct tern_tgt_io *tern_tgt_io_get(struct tern_tgt_sess *ts, u32 len)
+{
+	struct tern_tgt_io *io;
+
+	if (len && !tern_tgt_charge(ts, len))
+		return NULL;
+	io = tern_tgt_io_alloc(len, GFP_NOIO);
+	if (!io) {
+		if (len)
+			tern_tgt_uncharge(ts, len);
+		return NULL;
+	}
+	io->ts = ts;
+	io->charged = len;
+	return io;
+}
+
+static int tern_tgt_handle_io(struct tern_srv_req *sreq,
+			      struct tern_tgt_io *io)
+{
+	struct tern_tgt_bind *b = io->bind;
+	struct tern_tgt_export *exp = b->exp;
+
 	if (io->op != TERN_BLK_OP_READ &&
 	    tern_tgt_track_write(b, io, sreq->resent))
 		return 1;	/* answered with its first copy */
@@ -578,11 +831,16 @@ static int tern_tgt_handle_io(struct tern_srv_req *sreq,
 
 static void tern_tgt_request(struct tern_srv_req *sreq)
 {
+	struct tern_tgt_sess *ts = tern_session_priv(sreq->sess);
 	const struct tern_blk_req *r = sreq->front;
 	struct tern_tgt_io *io = sreq->priv;
+	struct tern_tgt_bind *b;
 	struct tern_blk_info info;
 	int op, err;
 
+	err = -ENOMEM;
+	if (!ts)
+		goto reply;
 	op = tern_tgt_check_front(sreq, r);
 	if (op < 0) {
 		pr_warn_ratelimited("malformed request %llu refused\n",
@@ -592,25 +850,29 @@ static void tern_tgt_request(struct tern_srv_req *sreq)
 	}
 
 	if (op == TERN_BLK_OP_OPEN) {
-		err = tern_tgt_open(sreq, (const void *)(r + 1), &info);
+		err = tern_tgt_open(sreq, ts, (const void *)(r + 1), &info);
 		if (err)
 			goto reply;
 		if (tern_reply(sreq, 0, &info, sizeof(info)))
 			pr_warn_ratelimited("could not answer OPEN\n");
 		return;
 	}
-	if (op == TERN_BLK_OP_INFO || op == TERN_BLK_OP_WATCH) {
-		struct tern_tgt_bind *b;
 
+	if (io) {
+		/* a WRITE whose data alloc_data took: checked there */
+		b = io->bind;
+	} else {
 		b = tern_tgt_bind_get(sreq->sess, le64_to_cpu(r->handle));
 		if (!b) {
 			err = -ESTALE;
 			goto reply;
 		}
-		if (op == TERN_BLK_OP_WATCH) {
-			tern_tgt_watch(sreq, b, le64_to_cpu(r->offset));
-			return;
-		}
+	}
+	if (op == TERN_BLK_OP_WATCH) {
+		tern_tgt_watch(sreq, b, le64_to_cpu(r->offset));
+		return;
+	}
+	if (op == TERN_BLK_OP_INFO) {
 		err = tern_tgt_bind_info(b, &info);
 		/* a size read anew is news for the other clients too */
 		if (!err)
@@ -622,15 +884,32 @@ static void tern_tgt_request(struct tern_srv_req *sreq)
 			pr_warn_ratelimited("could not answer INFO\n");
 		return;
 	}
+	if (op == TERN_BLK_OP_CLOSE) {
+		tern_tgt_close(b);
+		tern_tgt_bind_put(b);
+		err = 0;
+		goto reply;
+	}
 
 	if (!io) {
-		u32 len = op == TERN_BLK_OP_READ ? sreq->data_len : 0;
-
-		io = tern_tgt_io_alloc(len, GFP_NOIO);
-		if (!io) {
+		err = tern_tgt_check_io(b, r);
+		/*
+		 * A WRITE whose data was discarded and that would pass now:
+		 * the budget was exhausted when it came; let it be retried.
+		 */
+		if (!err && op == TERN_BLK_OP_WRITE)
 			err = -ENOMEM;
+		if (!err) {
+			io = tern_tgt_io_get(ts, op == TERN_BLK_OP_READ ?
+					     sreq->data_len : 0);
+			if (!io)
+				err = -ENOMEM;
+		}
+		if (err) {
+			tern_tgt_bind_put(b);
 			goto reply;
 		}
+		io->bind = b;
 		sreq->priv = io;
 	}
 	io->sreq = sreq;
@@ -639,9 +918,8 @@ static void tern_tgt_request(struct tern_srv_req *sreq)
 	io->len = le32_to_cpu(r->length);
 	io->sector = le64_to_cpu(r->offset);
 	io->tid = sreq->tid;
-	err = tern_tgt_handle_io(sreq, io, r);
-	if (err > 0)
-		return;
+	tern_tgt_handle_io(sreq, io);
+	return;
 reply:
 	if (err && err != -ESTALE && err != -EROFS)
 		pr_debug("request %llu failed: %d\n", sreq->tid, err);
@@ -650,20 +928,42 @@ reply:
 				    sreq->tid);
 }
 
-/* WRITE data lands straight in the pages the backend bios will use. */
+/*
+ * WRITE data lands straight in the pages the backend bios will use. The
+ * request is checked in full first (front, binding, range, budgets): a
+ * request that would be refused gets no pages. Its data is discarded as
+ * it arrives (or, remote, never pulled) and request() answers it with
+ * the reason, -ESTALE included, which a requester rebinds on.
+ */
 static int tern_tgt_alloc_data(struct tern_srv_req *sreq)
 {
+	struct tern_tgt_sess *ts = tern_session_priv(sreq->sess);
+	const struct tern_blk_req *r = sreq->front;
+	struct tern_tgt_bind *b;
 	struct tern_tgt_io *io;
 
-	if (sreq->data_len > TERN_TGT_MAX_TRANSFER)
-		return 0;	/* the core buffers it; request() refuses */
-	io = tern_tgt_io_alloc(sreq->data_len, GFP_NOIO);
+	if (!ts || tern_tgt_check_front(sreq, r) != TERN_BLK_OP_WRITE)
+		goto discard;
+	b = tern_tgt_bind_get(sreq->sess, le64_to_cpu(r->handle));
+	if (!b)
+		goto discard;
+	if (tern_tgt_check_io(b, r))
+		goto discard_put;
+	io = tern_tgt_io_get(ts, sreq->data_len);
 	if (!io)
-		return -ENOMEM;
+		goto discard_put;
+	io->bind = b;
 	io->sreq = sreq;
 	sreq->priv = io;
 	sreq->rx_bvec = io->bvec;
 	sreq->rx_nr_bvec = io->nr_bvec;
+	return 0;
+
+discard_put:
+	tern_tgt_bind_put(b);
+discard:
+	atomic_long_inc(&tern_tgt_discarded);
+	sreq->rx_discard = true;
 	return 0;
 }
 
@@ -674,23 +974,54 @@ static void tern_tgt_release(struct tern_srv_req *sreq)
 	if (!io)
 		return;
 	sreq->priv = NULL;
+	if (io->charged)
+		tern_tgt_uncharge(io->ts, io->charged);
 	if (io->bind)
 		tern_tgt_bind_put(io->bind);
 	tern_tgt_io_free(io);
 }
 
+/* The per session state: before the first request, after the last. */
 static void tern_tgt_session_event(struct tern_session *sess,
 				   enum tern_session_event ev)
 {
-	struct tern_tgt_bind *old;
+	struct tern_endpoint *ep = tern_session_endpoint(sess);
+	struct tern_tgt_sess *ts = tern_session_priv(sess);
+	struct tern_tgt_bind *b, *tmp;
+	struct tern_session_info si;
+	unsigned int kib;
 
-	if (ev != TERN_SESSION_GONE)
+	if (ev == TERN_SESSION_UP && !ts) {
+		ts = kzalloc(sizeof(*ts), GFP_KERNEL);
+		if (!ts)
+			return;		/* its requests get -ENOMEM */
+		tern_session_get_info(sess, &si);
+		INIT_LIST_HEAD(&ts->binds);
+		ts->session_id = si.session_id;
+		ts->port = tern_endpoint_priv(ep);
+		kib = READ_ONCE(session_data_kib);
+		ts->data_budget = kib ? (long)kib << 10 :
+				  max_t(long, (long)si.queue_depth * SZ_128K,
+					SZ_1M);
+		ts->data_budget = max_t(long, ts->data_budget,
+					TERN_TGT_MAX_TRANSFER);
+		tern_session_set_priv(sess, ts);
 		return;
+	}
+	if (ev != TERN_SESSION_GONE || !ts)
+		return;
+	tern_session_set_priv(sess, NULL);
 	spin_lock(&tern_tgt_bind_lock);
-	old = tern_tgt_attach_locked(sess, NULL);
+	list_for_each_entry_safe(b, tmp, &ts->binds, entry) {
+		b->owner = NULL;
+		b->orphan_since = jiffies;
+		list_move_tail(&b->entry, &tern_tgt_orphans);
+	}
+	ts->nr_binds = 0;
+	RCU_INIT_POINTER(ts->cur, NULL);
 	spin_unlock(&tern_tgt_bind_lock);
-	if (old)
-		tern_tgt_bind_put(old);
+	WARN_ON_ONCE(atomic_long_read(&ts->data_bytes));
+	kfree(ts);
 }
 
 static const struct tern_endpoint_ops tern_tgt_ops = {

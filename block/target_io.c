@@ -15,6 +15,8 @@
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <linux/moduleparam.h>
+#include <linux/mount.h>
+#include <linux/sched/mm.h>
 #include <linux/namei.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -59,9 +61,11 @@ void tern_tgt_io_free(struct tern_tgt_io *io)
 	kfree(io);
 }
 
-static void tern_tgt_fill_info(struct tern_tgt_export *exp)
+/* Publish the geometry of the instance being enabled; exp->lock held. */
+static int tern_tgt_fill_info(struct tern_tgt_export *exp)
 {
-	struct tern_blk_info *info = &exp->info;
+	struct tern_tgt_geom *g, *old = tern_tgt_geom_locked(exp);
+	struct tern_blk_info *info;
 	u32 lbs, pbs, disc = 0, wz = 0, gran;
 	u16 flags = 0;
 	u64 cap;
@@ -103,7 +107,10 @@ static void tern_tgt_fill_info(struct tern_tgt_export *exp)
 	if (exp->read_only)
 		flags |= TERN_BLK_INFO_READ_ONLY;
 
-	memset(info, 0, sizeof(*info));
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		return -ENOMEM;
+	info = &g->info;
 	info->capacity = cpu_to_le64(cap);
 	info->logical_block_size = cpu_to_le32(lbs);
 	info->physical_block_size = cpu_to_le32(max(pbs, lbs));
@@ -113,28 +120,52 @@ static void tern_tgt_fill_info(struct tern_tgt_export *exp)
 	info->max_discard_sectors = cpu_to_le32(disc);
 	info->max_write_zeroes_sectors = cpu_to_le32(wz);
 	info->discard_granularity = cpu_to_le32(gran);
+	rcu_assign_pointer(exp->geom, g);
+	if (old)
+		kfree_rcu(old, rcu);
+	return 0;
+}
+
+/* The export's memory goes: no reader is left. */
+void tern_tgt_geom_free(struct tern_tgt_export *exp)
+{
+	kfree(rcu_dereference_protected(exp->geom, true));
+	RCU_INIT_POINTER(exp->geom, NULL);
 }
 
 /* The backing device or file may have grown or shrunk; exp->lock held. */
 void tern_tgt_refresh_capacity(struct tern_tgt_export *exp)
 {
-	u32 lbs = le32_to_cpu(exp->info.logical_block_size);
+	struct tern_tgt_geom *g = tern_tgt_geom_locked(exp);
+	u32 lbs;
 	u64 cap;
 
+	if (!g || !exp->file)
+		return;
+	lbs = le32_to_cpu(g->info.logical_block_size);
 	if (exp->bdev)
 		cap = bdev_nr_sectors(exp->bdev);
 	else
 		cap = i_size_read(file_inode(exp->file)) >> SECTOR_SHIFT;
 	cap = round_down(cap, lbs >> SECTOR_SHIFT);
-	WRITE_ONCE(exp->info.capacity, cpu_to_le64(cap));
+	WRITE_ONCE(g->info.capacity, cpu_to_le64(cap));
 }
 
-/* Open the backing device or file; exp->lock held, export disabled. */
+/*
+ * Open the backing device or file; exp->lock held, export disabled.
+ *
+ * The path is looked up once and the object found is what gets opened
+ * (the device number of that inode, or the file through that very path),
+ * so nothing can be swapped in between the check and the open. A block
+ * device is opened exclusively, with the export as holder: a device that
+ * is mounted, or exported already, is refused with -EBUSY.
+ */
 int tern_tgt_backend_open(struct tern_tgt_export *exp)
 {
 	const char *name = config_item_name(&exp->group.cg_item);
+	struct file *file;
 	struct path path;
-	umode_t mode;
+	struct inode *inode;
 	int err;
 
 	if (!exp->device_path) {
@@ -147,51 +178,68 @@ int tern_tgt_backend_open(struct tern_tgt_export *exp)
 		       exp->device_path, err);
 		return err;
 	}
-	mode = d_inode(path.dentry)->i_mode;
-	path_put(&path);
+	inode = d_backing_inode(path.dentry);
 
-	if (S_ISBLK(mode)) {
+	if (S_ISBLK(inode->i_mode)) {
 		blk_mode_t bmode = BLK_OPEN_READ;
 
 		if (!exp->read_only)
 			bmode |= BLK_OPEN_WRITE;
-		exp->file = bdev_file_open_by_path(exp->device_path, bmode,
-						   NULL, NULL);
-		if (IS_ERR(exp->file))
-			goto fail;
-		exp->bdev = file_bdev(exp->file);
-	} else if (S_ISREG(mode)) {
+		if (path.mnt->mnt_flags & MNT_NODEV) {
+			pr_err("export %s: %s is on a nodev mount\n", name,
+			       exp->device_path);
+			path_put(&path);
+			return -EACCES;
+		}
+		file = bdev_file_open_by_dev(inode->i_rdev, bmode, exp, NULL);
+		path_put(&path);
+		if (IS_ERR(file)) {
+			err = PTR_ERR(file);
+			if (err == -EBUSY)
+				pr_err("export %s: %s is in use (mounted, or held by another user)\n",
+				       name, exp->device_path);
+			else
+				pr_err("export %s: cannot open %s (%d)\n",
+				       name, exp->device_path, err);
+			return err;
+		}
+		exp->file = file;
+		exp->bdev = file_bdev(file);
+	} else if (S_ISREG(inode->i_mode)) {
 		int flags = O_LARGEFILE | (exp->read_only ? O_RDONLY : O_RDWR);
 
-		exp->file = filp_open(exp->device_path, flags, 0);
-		if (IS_ERR(exp->file))
-			goto fail;
-		exp->bdev = NULL;
-		if (i_size_read(file_inode(exp->file)) < SECTOR_SIZE) {
+		file = dentry_open(&path, flags, current_cred());
+		path_put(&path);
+		if (IS_ERR(file)) {
+			err = PTR_ERR(file);
+			pr_err("export %s: cannot open %s (%d)\n", name,
+			       exp->device_path, err);
+			return err;
+		}
+		if (!S_ISREG(file_inode(file)->i_mode) ||
+		    i_size_read(file_inode(file)) < SECTOR_SIZE) {
 			pr_err("export %s: %s is smaller than one sector\n",
 			       name, exp->device_path);
-			fput(exp->file);
-			exp->file = NULL;
+			fput(file);
 			return -EINVAL;
 		}
+		exp->file = file;
+		exp->bdev = NULL;
 	} else {
+		path_put(&path);
 		pr_err("export %s: %s is neither a block device nor a regular file\n",
 		       name, exp->device_path);
 		return -EINVAL;
 	}
-	tern_tgt_fill_info(exp);
+	err = tern_tgt_fill_info(exp);
+	if (err) {
+		tern_tgt_backend_close(exp);
+		return err;
+	}
 	pr_info("export %s: %s %s, %llu sectors%s\n", name,
 		exp->bdev ? "block device" : "file", exp->device_path,
-		le64_to_cpu(exp->info.capacity),
-		exp->read_only ? ", read-only" : "");
+		tern_tgt_capacity(exp), exp->read_only ? ", read-only" : "");
 	return 0;
-
-fail:
-	err = PTR_ERR(exp->file);
-	exp->file = NULL;
-	exp->bdev = NULL;
-	pr_err("export %s: cannot open %s (%d)\n", name, exp->device_path, err);
-	return err;
 }
 
 void tern_tgt_backend_close(struct tern_tgt_export *exp)
@@ -354,14 +402,23 @@ static void tern_tgt_io_work(struct work_struct *work)
 {
 	struct tern_tgt_io *io = container_of(work, struct tern_tgt_io, work);
 	bool rw = io->op == TERN_BLK_OP_READ || io->op == TERN_BLK_OP_WRITE;
+	unsigned int noio;
 	int err;
 
+	/*
+	 * No reclaim may recurse into I/O from here: the backend may sit on
+	 * a device whose own writeback waits for this request (a target
+	 * exporting a file on a filesystem mounted from a tern device on
+	 * the same host, the loop and nbd deadlock).
+	 */
+	noio = memalloc_noio_save();
 	if (io->exp->bdev)
 		err = tern_tgt_bdev_other(io);
 	else if (rw)
 		err = tern_tgt_file_rw(io);
 	else
 		err = tern_tgt_file_other(io);
+	memalloc_noio_restore(noio);
 	if (err)
 		tern_tgt_count(io->exp, TERN_TGT_STAT_ERRORS);
 	tern_tgt_io_complete(io, err);

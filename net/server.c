@@ -428,6 +428,15 @@ int tern_server_rx_request_front(struct tern_core_lane *cl)
 		err = ops->alloc_data(sreq);
 		if (err)
 			return err;
+		if (sreq->rx_discard) {
+			/* refused: remote data stays there, stream data is skipped */
+			sreq->rx_bvec = NULL;
+			sreq->rx_nr_bvec = 0;
+			if (!sreq->nr_rdesc)
+				iov_iter_discard(&rx->data_iter, ITER_DEST,
+						 rx->data_len);
+			return 0;
+		}
 		if (sreq->rx_bvec &&
 		    tern_bvec_len_ok(sreq->rx_bvec, sreq->rx_nr_bvec,
 				     sreq->data_len)) {
@@ -540,7 +549,7 @@ int tern_server_rx_request_done(struct tern_core_lane *cl)
 		err = tern_srv_req_check_rdesc(cl, sreq);
 		if (err)
 			return err;
-		if (sreq->dir == TERN_DATA_TO_RESPONDER) {
+		if (sreq->dir == TERN_DATA_TO_RESPONDER && !sreq->rx_discard) {
 			const struct bio_vec *bv = sreq->rx_bvec ?:
 						   sreq->core_bvec;
 			unsigned int nr = sreq->rx_bvec ? sreq->rx_nr_bvec :
@@ -554,12 +563,12 @@ int tern_server_rx_request_done(struct tern_core_lane *cl)
 			rx->sreq = NULL;	/* the transport's now */
 			return 0;
 		}
-		if (cl->data_crc) {
+		if (cl->data_crc && !sreq->rx_discard) {
 			err = tern_srv_req_check_crc(cl, sreq, 0, crc);
 			if (err)
 				return err;
 		}
-	} else if (cl->data_crc) {
+	} else if (cl->data_crc && !sreq->rx_discard) {
 		err = tern_srv_req_check_crc(cl, sreq, rx->data_len, crc);
 		if (err)
 			return err;
@@ -717,7 +726,8 @@ EXPORT_SYMBOL_GPL(tern_push);
  *
  * When @bvec is the buffer the ULP supplied from ->alloc_data and @offset
  * is 0, the data is already there and nothing is copied.
- * Return: 0 (then @done is called) or -EINVAL.
+ * Return: 0 (then @done is called), -ENODATA when ->alloc_data had the
+ * data discarded, or -EINVAL.
  */
 int tern_pull(struct tern_srv_req *req, const struct bio_vec *bvec,
 	      unsigned int nr_bvec, u32 offset, u32 len, tern_xfer_done_t done)
@@ -726,6 +736,8 @@ int tern_pull(struct tern_srv_req *req, const struct bio_vec *bvec,
 	unsigned int src_nr = req->rx_bvec ? req->rx_nr_bvec :
 					     req->core_nr_bvec;
 
+	if (req->rx_discard)
+		return -ENODATA;
 	if (req->dir != TERN_DATA_TO_RESPONDER || offset > req->data_len ||
 	    len > req->data_len - offset ||
 	    tern_bvec_len_ok(bvec, nr_bvec, len))

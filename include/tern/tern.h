@@ -138,11 +138,17 @@ struct tern_request {
  * @rx_bvec: &tern_endpoint_ops.alloc_data may point this at ULP pages
  *	that receive TO_RESPONDER data directly (no copy in tern_pull())
  * @rx_nr_bvec: entries in @rx_bvec
+ * @rx_discard: &tern_endpoint_ops.alloc_data sets it for a request it
+ *	will refuse: the TO_RESPONDER data is then received into nothing
+ *	(remote data is never pulled), no pages are allocated for it, its
+ *	data CRC is not checked, tern_pull() fails with -ENODATA, and
+ *	&tern_endpoint_ops.request is still called, to reply with the error
  * @priv: ULP private
  *
  * Allocated by the core and handed to &tern_endpoint_ops.request. The ULP
  * moves data with tern_pull()/tern_push() and finishes with tern_reply().
- * Fields other than @rx_bvec, @rx_nr_bvec and @priv are read-only.
+ * Fields other than @rx_bvec, @rx_nr_bvec, @rx_discard and @priv are
+ * read-only.
  */
 struct tern_srv_req {
 	struct tern_session	*sess;
@@ -154,6 +160,7 @@ struct tern_srv_req {
 	u32			data_len;
 	struct bio_vec		*rx_bvec;
 	unsigned int		rx_nr_bvec;
+	bool			rx_discard;
 	void			*priv;
 
 	/* private: the core's */
@@ -188,10 +195,13 @@ enum tern_session_event {
  * struct tern_endpoint_ops - upcalls into the ULP
  * @request: responder: a request arrived. Process context; may sleep
  *	briefly but should hand long work off. Must lead to tern_reply().
- * @alloc_data: responder, optional: supply @rx_bvec/@rx_nr_bvec covering
- *	@data_len bytes for TO_RESPONDER data. Return 0 (with or without
- *	supplying pages; the core allocates if not) or a negative errno to
- *	drop the lane.
+ * @alloc_data: responder, optional: called once the front is in (its
+ *	data CRC not yet checked) for TO_RESPONDER data. Check the request
+ *	first; then supply @rx_bvec/@rx_nr_bvec covering @data_len bytes,
+ *	or set @rx_discard for a request that will be refused, so a peer
+ *	cannot make the responder hold pages for bad requests. Return 0
+ *	(with pages, without them: the core allocates, or with
+ *	@rx_discard) or a negative errno to drop the lane.
  * @release: responder, optional: the core is done with @req (reply sent
  *	or dropped); pushed pages may be freed now.
  * @session_event: optional: session state changes, process context.
