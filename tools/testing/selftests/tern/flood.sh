@@ -11,6 +11,7 @@
 # must finish without error, and everything must be freed and unload.
 
 . "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/stats_lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
 ternadm=$TERN_SRC/tools/ternadm/ternadm
 port=7621
@@ -19,26 +20,6 @@ cap_sessions=200
 cap_lanes=400
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-kmalloc_bytes() {
-	awk '$1 ~ /^kmalloc-[0-9kr]/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
-}
-
-mem_avail_kb() {
-	awk '$1 == "MemAvailable:" { print $2 }' /proc/meminfo
-}
-
-ep_stat() {
-	cat /sys/kernel/debug/tern/bench_echo.*/stats 2>/dev/null |
-		awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print -1 }'
-}
-
-setp() {
-	if ! { echo "$3" > "/sys/module/$1/parameters/$2"; } 2>/dev/null; then
-		ktap_info "no parameter $1.$2"
-		return 1
-	fi
-}
 
 # flood MODE TIMEOUT ARGS...: run tern_fuzz -F MODE in the background and
 # wait for its "ready" line; its output goes to $tmp/MODE.
@@ -192,14 +173,5 @@ setp tern max_sessions 1024
 setp tern max_lanes 4096
 ktap_check "echo service stops" "$ternadm" bench stop
 ktap_check "modules unload" modprobe -r tern_bench tern_tcp tern
-sync
-echo 3 > /proc/sys/vm/drop_caches
-sleep 1
-after=$(kmalloc_bytes)
-ktap_info "kmalloc caches: $base bytes before, $after after"
-if [ $((after - base)) -lt $((512 * 1024)) ]; then
-	ktap_pass "kmalloc usage back to baseline (+$((after - base)) bytes)"
-else
-	ktap_fail "kmalloc usage back to baseline (+$((after - base)) bytes)"
-fi
+kmalloc_back_to "$base"
 ktap_finish

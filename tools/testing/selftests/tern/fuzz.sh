@@ -18,12 +18,6 @@ ternadm=$TERN_SRC/tools/ternadm/ternadm
 port=7611
 frames=${FUZZ_FRAMES:-10000}
 
-# Bytes held by the generic kmalloc caches: a leak of the junk's
-# allocations shows here once the modules are gone.
-kmalloc_bytes() {
-	awk '$1 ~ /^kmalloc-[0-9kr]/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
-}
-
 # Sum a counter over every endpoint's and session's stats in debugfs.
 tern_counter() {
 	cat /sys/kernel/debug/tern/*/stats /sys/kernel/debug/tern/*/*/stats 2>/dev/null |
@@ -91,14 +85,5 @@ ktap_check "a good client is still served, 64k both ways with crc, verified" \
 ktap_check "echo service stops" "$ternadm" bench stop
 ktap_check "modules unload" modprobe -r tern_bench tern_tcp tern
 
-sync
-echo 3 > /proc/sys/vm/drop_caches
-sleep 1
-after=$(kmalloc_bytes)
-ktap_info "kmalloc caches: $base bytes before, $after after"
-if [ $((after - base)) -lt $((512 * 1024)) ]; then
-	ktap_pass "kmalloc usage back to baseline (+$((after - base)) bytes)"
-else
-	ktap_fail "kmalloc usage back to baseline (+$((after - base)) bytes)"
-fi
+kmalloc_back_to "$base"
 ktap_finish

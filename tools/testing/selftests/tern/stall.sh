@@ -15,6 +15,7 @@
 #  - everything unloads and the kmalloc caches are back to baseline.
 
 . "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/stats_lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
 ternadm=$TERN_SRC/tools/ternadm/ternadm
 port=7623
@@ -22,28 +23,8 @@ uri=tcp://127.0.0.1:$port
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-kmalloc_bytes() {
-	awk '$1 ~ /^kmalloc-[0-9kr]/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
-}
-
-mem_avail_kb() {
-	awk '$1 == "MemAvailable:" { print $2 }' /proc/meminfo
-}
-
-ep_stat() {
-	cat /sys/kernel/debug/tern/bench_echo.*/stats 2>/dev/null |
-		awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print -1 }'
-}
-
 srv_reqs() {
 	awk '$1 == "srv_reqs" { print $2 }' /sys/kernel/debug/tern/objects
-}
-
-setp() {
-	if ! { echo "$3" > "/sys/module/$1/parameters/$2"; } 2>/dev/null; then
-		ktap_info "no parameter $1.$2"
-		return 1
-	fi
 }
 
 flood_start() {
@@ -183,14 +164,5 @@ setp tern_bench echo_session_bytes $((256 << 20))
 setp tern_bench echo_max_bytes $((1024 << 20))
 ktap_check "echo service stops" "$ternadm" bench stop
 ktap_check "modules unload" modprobe -r tern_bench tern_tcp tern
-sync
-echo 3 > /proc/sys/vm/drop_caches
-sleep 1
-after=$(kmalloc_bytes)
-ktap_info "kmalloc caches: $base bytes before, $after after"
-if [ $((after - base)) -lt $((512 * 1024)) ]; then
-	ktap_pass "kmalloc usage back to baseline (+$((after - base)) bytes)"
-else
-	ktap_fail "kmalloc usage back to baseline (+$((after - base)) bytes)"
-fi
+kmalloc_back_to "$base"
 ktap_finish

@@ -1,9 +1,51 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# tern.ko's counters for the shell selftests (sourced).
+# tern.ko's counters and memory checks for the shell selftests (sourced,
+# after ktap.sh).
 
 # total_of NAME: a lane counter summed over every lane since tern loaded
 total_of() {
 	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/tern/stats
+}
+
+# Bytes held by the generic kmalloc caches: a leak shows here once the
+# modules are gone.
+kmalloc_bytes() {
+	awk '$1 ~ /^kmalloc-[0-9kr]/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
+}
+
+mem_avail_kb() {
+	awk '$1 == "MemAvailable:" { print $2 }' /proc/meminfo
+}
+
+# ep_stat NAME: a counter of the bench echo's endpoint, -1 if absent
+ep_stat() {
+	cat /sys/kernel/debug/tern/bench_echo.*/stats 2>/dev/null |
+		awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print -1 }'
+}
+
+# setp MODULE PARAM VALUE: set a module parameter, or say it is missing
+setp() {
+	if ! { echo "$3" > "/sys/module/$1/parameters/$2"; } 2>/dev/null; then
+		ktap_info "no parameter $1.$2"
+		return 1
+	fi
+}
+
+# kmalloc_back_to BASE: a check that the kmalloc caches, caches dropped,
+# hold less than 512 KiB more than BASE (from kmalloc_bytes)
+kmalloc_back_to() {
+	local base=$1 after
+
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	sleep 1
+	after=$(kmalloc_bytes)
+	ktap_info "kmalloc caches: $base bytes before, $after after"
+	if [ $((after - base)) -lt $((512 * 1024)) ]; then
+		ktap_pass "kmalloc usage back to baseline (+$((after - base)) bytes)"
+	else
+		ktap_fail "kmalloc usage back to baseline (+$((after - base)) bytes)"
+	fi
 }

@@ -101,23 +101,7 @@ static int xsend(int fd, const void *p, size_t n)
 	return 0;
 }
 
-static int xrecv(int fd, void *p, size_t n)
-{
-	while (n) {
-		ssize_t r = recv(fd, p, n, 0);
-
-		if (r <= 0) {
-			if (r < 0 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		p = (char *)p + r;
-		n -= r;
-	}
-	return 0;
-}
-
-/* the children's totals come back through a pipe: read()/write() */
+/* all of @n bytes in (@out 0) or out: sockets, and the children's pipe */
 static int xpipe_io(int fd, void *p, size_t n, int out)
 {
 	while (n) {
@@ -132,6 +116,11 @@ static int xpipe_io(int fd, void *p, size_t n, int out)
 		n -= r;
 	}
 	return 0;
+}
+
+static int xrecv(int fd, void *p, size_t n)
+{
+	return xpipe_io(fd, p, n, 0);
 }
 
 /* One frame: header, @front, then @data (TO_RESPONDER) bytes. */
