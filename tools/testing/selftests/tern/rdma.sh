@@ -587,7 +587,7 @@ zc_small_rings() {
 	return $bad
 }
 
-ktap_plan 19
+ktap_plan 20
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || ! command -v rdma >/dev/null; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no ternadm"
@@ -625,6 +625,8 @@ ktap_check "one rdma lane, inline and zero-copy replies mixed in SENDs: no proto
 ktap_check "rdma link delete under a block device: I/O fails after loss_timeout=5, no D state; works again when the link is back" \
 	blk_device_loss
 ktap_check "block modules unload" blk_teardown
+ktap_check "reply statuses that are no errno arrive as -EREMOTEIO over rdma too (tern_test_msgr)" \
+	sh -c "modprobe tern_test_msgr rdma_addr=$ADDR0 && rmmod tern_test_msgr && modprobe -r tern_tcp"
 ktap_check "bench stop, rmmod tern_bench tern_rdma tern" unload
 ktap_check "no cm_id, QP, CQ or PD of tern_rdma left (rdma resource)" \
 	no_resources

@@ -38,6 +38,11 @@ static unsigned long tt_wait_jiffies(void)
 	return msecs_to_jiffies(max(READ_ONCE(wait_secs), 1U) * 1000);
 }
 
+static char *rdma_addr;
+module_param(rdma_addr, charp, 0444);
+MODULE_PARM_DESC(rdma_addr,
+		 "An IPv4 address of an RDMA device: the reply status checks run over tern_rdma too (default: none)");
+
 static unsigned int burst = 256;
 module_param(burst, uint, 0644);
 MODULE_PARM_DESC(burst, "Requests in the concurrent burst test (default 256)");
@@ -68,7 +73,7 @@ struct tt_buf {
 
 static struct tern_endpoint *tt_srv, *tt_cli;
 static struct tern_session *tt_keep;	/* left open for the stats check */
-static struct tern_listener *tt_lis4, *tt_lis6;
+static struct tern_listener *tt_lis4, *tt_lis6, *tt_lis_rdma;
 static atomic_t tt_srv_requests = ATOMIC_INIT(0);
 static atomic_t tt_srv_resent = ATOMIC_INIT(0);
 static atomic_t tt_srv_bad = ATOMIC_INIT(0);
@@ -492,6 +497,36 @@ static int tt_statuses(struct tern_session *sess, const char *name)
 	return err;
 }
 
+/*
+ * The status rule is the core's, whatever the transport: check it over
+ * RDMA too when asked (rdma.sh), where a userspace peer cannot play a
+ * responder.
+ */
+static int tt_rdma_statuses(void)
+{
+	struct tern_session *sess;
+	char uri[64];
+	int err;
+
+	snprintf(uri, sizeof(uri), "rdma://%s:%u", rdma_addr, port);
+	if (!tt_lis_rdma)
+		tt_lis_rdma = tern_listen(tt_srv, uri);
+	if (IS_ERR(tt_lis_rdma)) {
+		err = PTR_ERR(tt_lis_rdma);
+		tt_lis_rdma = NULL;
+		pr_err("listen %s: %d\n", uri, err);
+		return err;
+	}
+	sess = tern_connect(tt_cli, uri, NULL);
+	if (IS_ERR(sess)) {
+		pr_err("%s: connect: %ld\n", uri, PTR_ERR(sess));
+		return PTR_ERR(sess);
+	}
+	err = tt_statuses(sess, uri);
+	tern_session_destroy(sess);
+	return err;
+}
+
 static int tt_sizes(struct tern_session *sess, const char *name)
 {
 	static const u32 sizes[] = { 0, 1, 511, 4096, 4097, 65536, 1 << 20 };
@@ -896,6 +931,8 @@ static int tt_run(void)
 		err = tt_reconnect();
 	if (!err)
 		err = tt_keepalive();
+	if (!err && rdma_addr)
+		err = tt_rdma_statuses();
 	if (!err && atomic_read(&tt_srv_bad)) {
 		pr_err("responder saw %d bad requests\n",
 		       atomic_read(&tt_srv_bad));
@@ -928,6 +965,9 @@ static void tt_teardown(void)
 		tern_listener_stop(tt_lis4);
 	if (tt_lis6)
 		tern_listener_stop(tt_lis6);
+	if (tt_lis_rdma)
+		tern_listener_stop(tt_lis_rdma);
+	tt_lis_rdma = NULL;
 	if (tt_cli)
 		tern_endpoint_destroy(tt_cli);
 	if (tt_srv)
