@@ -21,23 +21,6 @@ cap_lanes=400
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# flood MODE TIMEOUT ARGS...: run tern_fuzz -F MODE in the background and
-# wait for its "ready" line; its output goes to $tmp/MODE.
-flood_start() {
-	local mode=$1 t=$2 i
-	shift 2
-	"$dir/tern_fuzz" -a 127.0.0.1 -p "$port" -F "$mode" "$@" \
-		> "$tmp/$mode" 2>&1 &
-	flood_pid=$!
-	for ((i = 0; i < t * 10; i++)); do
-		grep -q ' ready$' "$tmp/$mode" && return 0
-		kill -0 "$flood_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	cat "$tmp/$mode"
-	return 1
-}
-
 field() {	# field FILE NAME: the number after NAME on the ready line
 	sed -n "s/.* $2 \\(-\\?[0-9]*\\).*ready\$/\\1/p" "$1"
 }
@@ -53,7 +36,7 @@ ktap_check "echo service listens on $uri" "$ternadm" bench serve "$uri"
 
 # 1. connections that never say HELLO: at most max_handshakes wait
 refused0=$(ep_stat refused_handshakes)
-if flood_start handshakes 60 -N 1000 -H 1; then
+if flood_start handshakes 60 -F handshakes -N 1000 -H 1; then
 	wait "$flood_pid"
 	cat "$tmp/handshakes" | sed 's/^/# /'
 	acc=$(field "$tmp/handshakes" accepted)
@@ -87,7 +70,7 @@ sleep 2
 # 2. new sessions
 mem0=$(mem_avail_kb)
 refused0=$(ep_stat refused_sessions)
-if flood_start sessions 120 -N 1500 -H 4; then
+if flood_start sessions 120 -F sessions -N 1500 -H 4; then
 	mem1=$(mem_avail_kb)
 	acc=$(field "$tmp/sessions" accepted)
 	ref=$(field "$tmp/sessions" refused)
@@ -130,7 +113,7 @@ done
 
 # 3. lanes of a few sessions (64 lanes each)
 refused0=$(ep_stat refused_lanes)
-if flood_start lanes 120 -N 1280 -L 64 -H 4; then
+if flood_start lanes 120 -F lanes -N 1280 -L 64 -H 4; then
 	acc=$(field "$tmp/lanes" accepted)
 	ref=$(field "$tmp/lanes" refused)
 	st=$(field "$tmp/lanes" status)

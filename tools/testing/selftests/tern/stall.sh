@@ -27,20 +27,6 @@ srv_reqs() {
 	awk '$1 == "srv_reqs" { print $2 }' /sys/kernel/debug/tern/objects
 }
 
-flood_start() {
-	local name=$1 i
-	shift
-	"$dir/tern_fuzz" -a 127.0.0.1 -p "$port" "$@" > "$tmp/$name" 2>&1 &
-	flood_pid=$!
-	for ((i = 0; i < 600; i++)); do
-		grep -q ' ready$' "$tmp/$name" && return 0
-		kill -0 "$flood_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	cat "$tmp/$name"
-	return 1
-}
-
 ktap_plan 11
 
 sync
@@ -64,7 +50,7 @@ fi
 setp tern tx_stall_timeout_ms 5000
 setp tern_tcp user_timeout_ms 5000
 mem0=$(mem_avail_kb)
-if flood_start noread -F noread -N 1 -Q 16 -S 4194304 -R 4096 -H 30; then
+if flood_start noread 60 -F noread -N 1 -Q 16 -S 4194304 -R 4096 -H 30; then
 	t0=$SECONDS
 	sleep 1
 	held=$(srv_reqs)
@@ -105,7 +91,7 @@ fi
 # the same without TCP_USER_TIMEOUT: the core's own check closes it
 setp tern_tcp user_timeout_ms 0
 stalls0=$(ep_stat tx_stalls)
-if flood_start noread2 -F noread -N 1 -Q 16 -S 4194304 -R 4096 -H 30; then
+if flood_start noread2 60 -F noread -N 1 -Q 16 -S 4194304 -R 4096 -H 30; then
 	t0=$SECONDS
 	while [ $((SECONDS - t0)) -lt 30 ] && [ "$(ep_stat lanes)" != 0 ]; do
 		sleep 0.5
@@ -137,7 +123,7 @@ ktap_check "echo service restarts with 64 MiB per session, 128 MiB in all" \
 sync
 echo 3 > /proc/sys/vm/drop_caches
 mem0=$(mem_avail_kb)
-if flood_start echo -F noread -N 3 -Q 12 -S 16777216 -R 4096 -H 10; then
+if flood_start echo 60 -F noread -N 3 -Q 12 -S 16777216 -R 4096 -H 10; then
 	sleep 3
 	mem1=$(mem_avail_kb)
 	ktap_info "3 sessions x 12 replies of 16 MiB, unread: MemAvailable -$((mem0 - mem1)) KiB, $(srv_reqs) requests held"

@@ -49,3 +49,20 @@ kmalloc_back_to() {
 		ktap_fail "kmalloc usage back to baseline (+$((after - base)) bytes)"
 	fi
 }
+
+# flood_start NAME SECONDS ARGS...: tern_fuzz ARGS against 127.0.0.1:$port
+# in the background (pid in flood_pid), output in $tmp/NAME; waits at most
+# SECONDS for its "ready" line. Uses the caller's $dir, $port and $tmp.
+flood_start() {
+	local name=$1 t=$2 i
+	shift 2
+	"$dir/tern_fuzz" -a 127.0.0.1 -p "$port" "$@" > "$tmp/$name" 2>&1 &
+	flood_pid=$!
+	for ((i = 0; i < t * 10; i++)); do
+		grep -q ' ready$' "$tmp/$name" && return 0
+		kill -0 "$flood_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$tmp/$name"
+	return 1
+}
