@@ -379,7 +379,8 @@ static int remote_handshake(int fd, enum fuzz_case c)
 static void frame_remote_request(struct frame *f, u32 seq, bool crc,
 				 bool bad)
 {
-	struct tern_wire_rdesc *d = (struct tern_wire_rdesc *)f->body;
+	/* built here: at body + front they need not be aligned */
+	struct tern_wire_rdesc d[2 * TERN_WIRE_MAX_RDESC];
 	u32 n = 1 + rnd_below(TERN_WIRE_MAX_RDESC), i, len, total = 0;
 	u32 front = rnd_below(2) ? rnd_below(64) : 0, data_len;
 	u16 flags = TERN_WIRE_F_REMOTE;
@@ -396,7 +397,6 @@ static void frame_remote_request(struct frame *f, u32 seq, bool crc,
 	f->hdr.data_crc = htole32(crc ? rnd() : 0);
 	for (i = 0; i < front; i++)
 		f->body[i] = rnd();
-	d = (struct tern_wire_rdesc *)(f->body + front);
 	for (i = 0; i < n; i++) {
 		len = 1 + rnd_below(1 << 13);	/* 64 fit max_data */
 		d[i].addr = htole64(((u64)rnd() << 32) | (rnd() & ~0xfffu));
@@ -432,6 +432,7 @@ static void frame_remote_request(struct frame *f, u32 seq, bool crc,
 			break;
 		}
 	}
+	memcpy(f->body + front, d, data_len);
 	f->hdr.flags = htole16(flags);
 	f->hdr.front_len = htole32(front);
 	f->hdr.data_len = htole32(data_len);
