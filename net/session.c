@@ -1059,10 +1059,13 @@ void tern_session_lane_down(struct tern_session *sess,
 	/*
 	 * The first lane of a session never negotiated, lost during its
 	 * handshake: the peer closed or timed out on us, as it would again.
-	 * tern_connect() fails now, as for a refused connection.
+	 * tern_connect() fails now, as for a refused connection; unless we
+	 * are failing transport operations on purpose (tern.inject_fail_every),
+	 * which says nothing of the peer.
 	 */
 	if (sess->requester && !sess->negotiated && !sess->fatal_err &&
-	    slot && !slot->idx && cl->state == TERN_LANE_HANDSHAKE)
+	    slot && !slot->idx && cl->state == TERN_LANE_HANDSHAKE &&
+	    !READ_ONCE(tern_inject_fail_every))
 		sess->fatal_err = -ECONNRESET;
 	WRITE_ONCE(cl->state, TERN_LANE_DEAD);
 	if (was_live)
