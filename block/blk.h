@@ -28,6 +28,10 @@ struct tern_blk_opts {
 	unsigned int	loss_timeout;	/* seconds, 0: messenger default */
 	bool		crc;
 	bool		read_only;
+	/* key=: the key, read from the caller's keyring at map time */
+	bool		has_key;
+	u8		key[TERN_AUTH_KEY_LEN];
+	bool		encrypt;	/* encrypt=1, needs key= */
 };
 
 /* dev->flags */

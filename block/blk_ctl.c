@@ -17,6 +17,8 @@
 #include <linux/ctype.h>
 #include <linux/fs.h>
 #include <linux/inet.h>
+#include <linux/key.h>
+#include <keys/user-type.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -35,6 +37,8 @@ enum {
 	OPT_CRC,
 	OPT_READ_ONLY,
 	OPT_LOSS_TIMEOUT,
+	OPT_KEY,
+	OPT_ENCRYPT,
 	OPT_NR,
 };
 
@@ -49,6 +53,8 @@ static const char *const tern_blk_opt_names[OPT_NR] = {
 	[OPT_CRC]		= "crc",
 	[OPT_READ_ONLY]		= "read_only",
 	[OPT_LOSS_TIMEOUT]	= "loss_timeout",
+	[OPT_KEY]		= "key",
+	[OPT_ENCRYPT]		= "encrypt",
 };
 
 static bool tern_blk_name_ok(const char *s)
@@ -102,6 +108,51 @@ static int tern_blk_address(const char *val, struct tern_blk_opts *o)
 	pr_err("option address=%s: expected a numeric IPv4 or IPv6 address\n",
 	       val);
 	return -EINVAL;
+}
+
+/*
+ * key=DESC: the "logon" (or "user") key DESC in the writer's keyrings
+ * holds the key text; the secret itself never travels in the option
+ * string, so it is not in any process's memory but ternadm's, briefly.
+ */
+static int tern_blk_key(const char *desc, struct tern_blk_opts *o)
+{
+	const struct user_key_payload *payload;
+	struct key *key;
+	int err;
+
+	key = request_key(&key_type_logon, desc, NULL);
+	if (IS_ERR(key) && PTR_ERR(key) == -ENOKEY)
+		key = request_key(&key_type_user, desc, NULL);
+	if (IS_ERR(key)) {
+		err = PTR_ERR(key);
+		pr_err("option key=%s: no usable logon or user key of that description in the caller's keyrings (%d)\n",
+		       desc, err);
+		return err;
+	}
+	down_read(&key->sem);
+	payload = user_key_payload_locked(key);
+	if (payload) {
+		size_t len = payload->datalen;
+
+		/* as a file holds it: one trailing newline is fine */
+		if (len && payload->data[len - 1] == '\n')
+			len--;
+		err = tern_key_parse(payload->data, len, o->key);
+	} else {
+		err = -EKEYREVOKED;
+	}
+	up_read(&key->sem);
+	key_put(key);
+	if (err) {
+		pr_err("option key=%s: %s (%d)\n", desc,
+		       err == -EBADMSG ? "the key's checksum does not match" :
+		       err == -EINVAL ? "not a TERNKEY-1 key" : "key revoked",
+		       err);
+		return err == -EBADMSG ? -EINVAL : err;
+	}
+	o->has_key = true;
+	return 0;
 }
 
 static void tern_blk_default_host(struct tern_blk_opts *o)
@@ -158,6 +209,10 @@ static int tern_blk_parse_one(unsigned int opt, const char *key,
 		return tern_blk_bool(key, val, &o->read_only);
 	case OPT_LOSS_TIMEOUT:
 		return tern_blk_uint(key, val, 1, 86400, &o->loss_timeout);
+	case OPT_KEY:
+		return tern_blk_key(val, o);
+	case OPT_ENCRYPT:
+		return tern_blk_bool(key, val, &o->encrypt);
 	}
 	return -EINVAL;
 }
@@ -203,6 +258,11 @@ static int tern_blk_parse(char *buf, struct tern_blk_opts *o)
 	}
 	if (!test_bit(OPT_ADDRESS, &seen) || !test_bit(OPT_EXPORT, &seen)) {
 		pr_err("options address and export are required\n");
+		return -EINVAL;
+	}
+	/* the traffic keys come from the authentication */
+	if (o->encrypt && !o->has_key) {
+		pr_err("option encrypt=1 needs key=\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -276,7 +336,7 @@ static ssize_t tern_blk_ctl_write(struct file *file, const char __user *ubuf,
 	err = tern_blk_parse(buf, o);
 	if (!err)
 		err = tern_blk_add(o, name, sizeof(name));
-	kfree(o);
+	kfree_sensitive(o);
 	if (!err) {
 		mutex_lock(&cf->lock);
 		snprintf(cf->name, sizeof(cf->name), "%s\n", name);

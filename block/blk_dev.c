@@ -366,6 +366,9 @@ TERN_BLK_ATTR_RO(max_data, "%u", dev->si.max_data);
 TERN_BLK_ATTR_RO(session_id, "%016llx", dev->si.session_id);
 
 TERN_BLK_ATTR_RO(crc, "%d", !!(dev->si.features & TERN_FEAT_DATA_CRC));
+/* both ends proved the key: the target is the one that holds it */
+TERN_BLK_ATTR_RO(auth, "%d", !!(dev->si.features & TERN_FEAT_AUTH));
+TERN_BLK_ATTR_RO(encrypt, "%d", !!(dev->si.features & TERN_FEAT_ENCRYPT));
 TERN_BLK_ATTR_RO(rebinds, "%d", atomic_read(&dev->rebinds));
 
 static ssize_t state_show(struct device *d, struct device_attribute *attr,
@@ -408,6 +411,8 @@ static struct attribute *tern_blk_attrs[] = {
 	&dev_attr_queue_depth.attr,
 	&dev_attr_max_data.attr,
 	&dev_attr_crc.attr,
+	&dev_attr_auth.attr,
+	&dev_attr_encrypt.attr,
 	&dev_attr_rebinds.attr,
 	&dev_attr_session_id.attr,
 	NULL,
@@ -929,6 +934,10 @@ int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
 		.queue_depth	= opts->queue_depth,
 		.data_crc	= opts->crc,
 		.loss_timeout_ms = opts->loss_timeout * 1000,
+		/* the identity that proves the key is the host id of OPEN */
+		.auth_identity	= opts->host,
+		.auth_key	= opts->has_key ? opts->key : NULL,
+		.encrypt	= opts->encrypt,
 	};
 	bool v6 = strchr(opts->address, ':');
 	struct tern_blk_dev *dev;
@@ -940,6 +949,8 @@ int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
 	if (!dev)
 		return -ENOMEM;
 	dev->opts = *opts;
+	/* the session keeps what it needs of the key */
+	memzero_explicit(dev->opts.key, sizeof(dev->opts.key));
 	INIT_LIST_HEAD(&dev->entry);
 	INIT_WORK(&dev->rebind_work, tern_blk_rebind_work);
 	INIT_DELAYED_WORK(&dev->watch.work, tern_blk_watch_work);
@@ -982,12 +993,14 @@ int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
 	mutex_lock(&tern_blk_mutex);
 	list_add_tail(&dev->entry, &tern_blk_devs);
 	mutex_unlock(&tern_blk_mutex);
-	pr_info("%s: %s export %s, %llu sectors of %u bytes, %u lanes, queue depth %u%s%s\n",
+	pr_info("%s: %s export %s, %llu sectors of %u bytes, %u lanes, queue depth %u%s%s%s\n",
 		dev->name, uri, opts->export,
 		le64_to_cpu(dev->info.capacity),
 		le32_to_cpu(dev->info.logical_block_size), dev->si.nr_lanes,
 		dev->si.queue_depth, dev->read_only ? ", read-only" : "",
-		dev->si.features & TERN_FEAT_DATA_CRC ? ", crc" : "");
+		dev->si.features & TERN_FEAT_DATA_CRC ? ", crc" : "",
+		dev->si.features & TERN_FEAT_ENCRYPT ? ", encrypted" :
+		dev->si.features & TERN_FEAT_AUTH ? ", authenticated" : "");
 	strscpy(name, dev->name, size);
 	return 0;
 

@@ -79,6 +79,7 @@ struct tern_tgt_export {
 	struct mutex		lock;		/* configuration, enable */
 	char			*device_path;
 	bool			read_only;
+	bool			require_auth;	/* OPEN only from proven hosts */
 	bool			enabled;
 	unsigned int		nr_hosts;
 	char			hosts[TERN_TGT_MAX_HOSTS][TERN_BLK_NAME_LEN];
@@ -118,6 +119,8 @@ struct tern_tgt_port {
 	u16			service;
 	unsigned int		max_lanes;	/* 0: TERN_WIRE_MAX_LANES */
 	unsigned int		max_queue_depth; /* 0: TERN_TGT_MAX_QUEUE_DEPTH */
+	bool			require_auth;	/* refuse unauthenticated lanes */
+	bool			require_encrypt; /* refuse unencrypted lanes */
 	bool			enabled;	/* also read under tern_tgt_mutex */
 	struct tern_endpoint	*ep;
 	struct tern_listener	*lis;
@@ -134,6 +137,8 @@ struct tern_tgt_sess {
 	unsigned int		nr_binds;	/* under tern_tgt_bind_lock */
 	u64			session_id;
 	struct tern_tgt_port	*port;		/* the port it came in on */
+	/* the identity the session proved, "" if none */
+	char			identity[TERN_BLK_NAME_LEN];
 	atomic_t		nr_watches;
 	atomic_long_t		data_bytes;	/* request data held */
 	long			data_budget;
@@ -158,6 +163,7 @@ struct tern_tgt_bind {
 	struct tern_tgt_port	*port;		/* compared, never followed */
 	unsigned int		gen;		/* exp->gen when opened */
 	bool			read_only;
+	bool			proven;		/* @host proved its key */
 	bool			hashed;		/* in tern_tgt_binds */
 	bool			ended;		/* its port link is gone */
 	struct list_head	writes_end;	/* tern_tgt_binds_end() */
@@ -229,6 +235,12 @@ static inline u64 tern_tgt_capacity(struct tern_tgt_export *exp)
 	return cap;
 }
 
+/* target_auth.c */
+extern const struct config_item_type tern_tgt_hosts_type;
+int tern_tgt_auth_key(struct tern_endpoint *ep, const char *identity,
+		      u8 *key);
+bool tern_tgt_host_has_key(const char *name);
+
 /* target_configfs.c */
 int tern_tgt_configfs_init(void);
 void tern_tgt_configfs_exit(void);
@@ -241,6 +253,7 @@ void tern_tgt_bind_put(struct tern_tgt_bind *b);
 int tern_tgt_bind_info(struct tern_tgt_bind *b, struct tern_blk_info *info);
 void tern_tgt_binds_end(struct tern_tgt_port *port,
 			struct tern_tgt_export *exp);
+unsigned int tern_tgt_binds_end_host(const char *host);
 void tern_tgt_watch_bind_ended(struct tern_tgt_bind *b);
 void tern_tgt_binds_exit(void);
 void tern_tgt_binds_init(void);

@@ -3,10 +3,12 @@
  * tern_target: configfs front end, in the style of nvmet.
  *
  *   /sys/kernel/config/tern/
- *     exports/NAME/{device_path,read_only,allowed_hosts,enable,stats,
- *                   revalidate_size}
- *     ports/NAME/{transport,address,service,max_lanes,max_queue_depth,enable}
+ *     exports/NAME/{device_path,read_only,require_auth,allowed_hosts,
+ *                   enable,stats,revalidate_size}
+ *     ports/NAME/{transport,address,service,max_lanes,max_queue_depth,
+ *                 require_auth,require_encrypt,enable}
  *     ports/NAME/exports/LINK -> ../../../exports/NAME
+ *     hosts/NAME/key                          (target_auth.c)
  *
  * Every store validates strictly and logs why it refused. An enabled
  * export or port refuses configuration changes (-EBUSY); disable first.
@@ -156,27 +158,36 @@ static ssize_t tern_tgt_export_read_only_show(struct config_item *item,
 	return sysfs_emit(page, "%d\n", READ_ONCE(to_export(item)->read_only));
 }
 
-static ssize_t tern_tgt_export_read_only_store(struct config_item *item,
-					       const char *page, size_t count)
+/* A yes/no setting of the export, changed while it is disabled. */
+static ssize_t tern_tgt_export_flag_store(struct config_item *item,
+					  const char *page, size_t count,
+					  const char *what, bool *flag)
 {
 	struct tern_tgt_export *exp = to_export(item);
 	bool val;
 
 	if (kstrtobool(page, &val)) {
-		pr_err("export %s: read_only takes 0 or 1\n",
-		       config_item_name(item));
+		pr_err("export %s: %s takes 0 or 1\n", config_item_name(item),
+		       what);
 		return -EINVAL;
 	}
 	mutex_lock(&exp->lock);
 	if (exp->enabled) {
 		mutex_unlock(&exp->lock);
-		pr_err("export %s: disable it before changing read_only\n",
-		       config_item_name(item));
+		pr_err("export %s: disable it before changing %s\n",
+		       config_item_name(item), what);
 		return -EBUSY;
 	}
-	WRITE_ONCE(exp->read_only, val);
+	WRITE_ONCE(*flag, val);
 	mutex_unlock(&exp->lock);
 	return count;
+}
+
+static ssize_t tern_tgt_export_read_only_store(struct config_item *item,
+					       const char *page, size_t count)
+{
+	return tern_tgt_export_flag_store(item, page, count, "read_only",
+					  &to_export(item)->read_only);
 }
 
 static ssize_t tern_tgt_export_allowed_hosts_show(struct config_item *item,
@@ -349,8 +360,24 @@ static ssize_t tern_tgt_export_stats_show(struct config_item *item,
 	return len;
 }
 
+static ssize_t tern_tgt_export_require_auth_show(struct config_item *item,
+						 char *page)
+{
+	return sysfs_emit(page, "%d\n",
+			  READ_ONCE(to_export(item)->require_auth));
+}
+
+static ssize_t tern_tgt_export_require_auth_store(struct config_item *item,
+						  const char *page,
+						  size_t count)
+{
+	return tern_tgt_export_flag_store(item, page, count, "require_auth",
+					  &to_export(item)->require_auth);
+}
+
 CONFIGFS_ATTR(tern_tgt_export_, device_path);
 CONFIGFS_ATTR(tern_tgt_export_, read_only);
+CONFIGFS_ATTR(tern_tgt_export_, require_auth);
 CONFIGFS_ATTR(tern_tgt_export_, allowed_hosts);
 CONFIGFS_ATTR(tern_tgt_export_, enable);
 CONFIGFS_ATTR_RO(tern_tgt_export_, stats);
@@ -359,6 +386,7 @@ CONFIGFS_ATTR_WO(tern_tgt_export_, revalidate_size);
 static struct configfs_attribute *tern_tgt_export_attrs[] = {
 	&tern_tgt_export_attr_device_path,
 	&tern_tgt_export_attr_read_only,
+	&tern_tgt_export_attr_require_auth,
 	&tern_tgt_export_attr_allowed_hosts,
 	&tern_tgt_export_attr_enable,
 	&tern_tgt_export_attr_stats,
@@ -613,6 +641,57 @@ static ssize_t tern_tgt_port_max_queue_depth_store(struct config_item *item,
 				       &to_port(item)->max_queue_depth);
 }
 
+/* A yes/no policy of the port, set while it is disabled. */
+static ssize_t tern_tgt_port_flag_store(struct config_item *item,
+					const char *page, size_t count,
+					const char *what, bool *flag)
+{
+	struct tern_tgt_port *port = to_port(item);
+	bool val;
+
+	if (kstrtobool(page, &val)) {
+		pr_err("port %s: %s takes 0 or 1\n", config_item_name(item),
+		       what);
+		return -EINVAL;
+	}
+	mutex_lock(&port->lock);
+	if (port->enabled) {
+		mutex_unlock(&port->lock);
+		return tern_tgt_port_busy(port, what);
+	}
+	WRITE_ONCE(*flag, val);
+	mutex_unlock(&port->lock);
+	return count;
+}
+
+static ssize_t tern_tgt_port_require_auth_show(struct config_item *item,
+					       char *page)
+{
+	return sysfs_emit(page, "%d\n", READ_ONCE(to_port(item)->require_auth));
+}
+
+static ssize_t tern_tgt_port_require_auth_store(struct config_item *item,
+						const char *page, size_t count)
+{
+	return tern_tgt_port_flag_store(item, page, count, "require_auth",
+					&to_port(item)->require_auth);
+}
+
+static ssize_t tern_tgt_port_require_encrypt_show(struct config_item *item,
+						  char *page)
+{
+	return sysfs_emit(page, "%d\n",
+			  READ_ONCE(to_port(item)->require_encrypt));
+}
+
+static ssize_t tern_tgt_port_require_encrypt_store(struct config_item *item,
+						   const char *page,
+						   size_t count)
+{
+	return tern_tgt_port_flag_store(item, page, count, "require_encrypt",
+					&to_port(item)->require_encrypt);
+}
+
 /* Caller holds port->lock. */
 static void tern_tgt_port_disable(struct tern_tgt_port *port)
 {
@@ -641,6 +720,11 @@ static int tern_tgt_port_enable(struct tern_tgt_port *port)
 
 	if (!port->address[0]) {
 		pr_err("port %s: set address before enabling\n", name);
+		return -EINVAL;
+	}
+	if (port->require_encrypt && strcmp(port->transport, "tcp")) {
+		pr_err("port %s: only tcp encrypts; require_encrypt would refuse every client\n",
+		       name);
 		return -EINVAL;
 	}
 	snprintf(uri, sizeof(uri), "%s://%s%s%s:%u", port->transport,
@@ -695,6 +779,8 @@ CONFIGFS_ATTR(tern_tgt_port_, address);
 CONFIGFS_ATTR(tern_tgt_port_, service);
 CONFIGFS_ATTR(tern_tgt_port_, max_lanes);
 CONFIGFS_ATTR(tern_tgt_port_, max_queue_depth);
+CONFIGFS_ATTR(tern_tgt_port_, require_auth);
+CONFIGFS_ATTR(tern_tgt_port_, require_encrypt);
 CONFIGFS_ATTR(tern_tgt_port_, enable);
 
 static struct configfs_attribute *tern_tgt_port_attrs[] = {
@@ -703,6 +789,8 @@ static struct configfs_attribute *tern_tgt_port_attrs[] = {
 	&tern_tgt_port_attr_service,
 	&tern_tgt_port_attr_max_lanes,
 	&tern_tgt_port_attr_max_queue_depth,
+	&tern_tgt_port_attr_require_auth,
+	&tern_tgt_port_attr_require_encrypt,
 	&tern_tgt_port_attr_enable,
 	NULL,
 };
@@ -853,6 +941,7 @@ static const struct config_item_type tern_tgt_root_type = {
 
 static struct config_group tern_tgt_exports_group;
 static struct config_group tern_tgt_ports_group;
+static struct config_group tern_tgt_hosts_group;
 
 static struct configfs_subsystem tern_tgt_subsys = {
 	.su_group = {
@@ -874,6 +963,10 @@ int tern_tgt_configfs_init(void)
 	config_group_init_type_name(&tern_tgt_ports_group, "ports",
 				    &tern_tgt_ports_type);
 	configfs_add_default_group(&tern_tgt_ports_group,
+				   &tern_tgt_subsys.su_group);
+	config_group_init_type_name(&tern_tgt_hosts_group, "hosts",
+				    &tern_tgt_hosts_type);
+	configfs_add_default_group(&tern_tgt_hosts_group,
 				   &tern_tgt_subsys.su_group);
 	return configfs_register_subsystem(&tern_tgt_subsys);
 }

@@ -251,6 +251,30 @@ void tern_tgt_binds_end(struct tern_tgt_port *port,
 }
 
 /*
+ * End every binding of @host: its key was revoked. They are freed, so
+ * a client that proves a new key opens its export again (-ESTALE, then
+ * OPEN), and one that cannot stays out. Return: how many ended.
+ */
+unsigned int tern_tgt_binds_end_host(const char *host)
+{
+	struct tern_tgt_bind *b;
+	unsigned int n = 0;
+	unsigned long idx;
+	LIST_HEAD(dead);
+
+	spin_lock(&tern_tgt_bind_lock);
+	xa_for_each(&tern_tgt_binds, idx, b) {
+		if (!strcmp(b->host, host) && tern_tgt_bind_unhash_locked(b)) {
+			list_add_tail(&b->entry, &dead);
+			n++;
+		}
+	}
+	spin_unlock(&tern_tgt_bind_lock);
+	tern_tgt_bind_kill_list(&dead, NULL);
+	return n;
+}
+
+/*
  * Make @b the binding of @ts; caller holds tern_tgt_bind_lock. Over the
  * session's limit, the oldest binding it owns and does not use now goes
  * on @dead.
@@ -312,8 +336,10 @@ struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess, u64 handle)
 
 	spin_lock(&tern_tgt_bind_lock);
 	b = xa_load(&tern_tgt_binds, (unsigned long)handle);
+	/* a binding a host proved its key for needs that proof again */
 	if (!b || !b->hashed || b->handle != handle ||
-	    b->session_id != ts->session_id || b->port != ts->port) {
+	    b->session_id != ts->session_id || b->port != ts->port ||
+	    (b->proven && strcmp(ts->identity, b->host))) {
 		spin_unlock(&tern_tgt_bind_lock);
 		return NULL;
 	}
@@ -491,10 +517,23 @@ static bool tern_tgt_port_has_locked(struct tern_tgt_port *port,
 	return false;
 }
 
+/*
+ * May @host open @exp from a session that proved @identity ("" if none):
+ * a host id that proved its key is the proven identity; one with a key
+ * must have proved it; an export may take proven hosts only; then the
+ * allowed hosts, if any, must list it. Caller holds exp->lock.
+ */
 static bool tern_tgt_host_allowed(struct tern_tgt_export *exp,
-				  const char *host)
+				  const char *host, const char *identity)
 {
 	unsigned int i;
+
+	if (*identity) {
+		if (strcmp(identity, host))
+			return false;
+	} else if (exp->require_auth || tern_tgt_host_has_key(host)) {
+		return false;
+	}
 
 	if (!exp->nr_hosts)
 		return true;
@@ -572,8 +611,9 @@ static int tern_tgt_open(struct tern_srv_req *sreq, struct tern_tgt_sess *ts,
 	if (!exp->enabled || !g)
 		goto fail_exp;
 	err = -EACCES;
-	if (!tern_tgt_host_allowed(exp, args->host))
+	if (!tern_tgt_host_allowed(exp, args->host, ts->identity))
 		goto fail_exp;
+	b->proven = ts->identity[0];
 	kref_get(&exp->ref);
 	b->exp = exp;
 	b->read_only = exp->read_only;
@@ -999,6 +1039,9 @@ static void tern_tgt_session_event(struct tern_session *sess,
 		INIT_LIST_HEAD(&ts->binds);
 		ts->session_id = si.session_id;
 		ts->port = tern_endpoint_priv(ep);
+		if (tern_session_identity(sess))
+			strscpy(ts->identity, tern_session_identity(sess),
+				sizeof(ts->identity));
 		kib = READ_ONCE(session_data_kib);
 		ts->data_budget = kib ? (long)kib << 10 :
 				  max_t(long, (long)si.queue_depth * SZ_128K,
@@ -1029,6 +1072,7 @@ static const struct tern_endpoint_ops tern_tgt_ops = {
 	.alloc_data	= tern_tgt_alloc_data,
 	.release	= tern_tgt_release,
 	.session_event	= tern_tgt_session_event,
+	.auth_key	= tern_tgt_auth_key,
 };
 
 struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port)
@@ -1041,6 +1085,8 @@ struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port)
 		.max_data	= TERN_TGT_MAX_TRANSFER,
 		.max_queue_depth = port->max_queue_depth ?:
 				   TERN_TGT_MAX_QUEUE_DEPTH,
+		.require_auth	= port->require_auth,
+		.require_encrypt = port->require_encrypt,
 	};
 
 	return tern_endpoint_create(&conf);

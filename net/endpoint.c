@@ -40,6 +40,7 @@ static int tern_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "refused_handshakes %llu\n", ep->refused_handshakes);
 	seq_printf(m, "refused_sessions %llu\n", ep->refused_sessions);
 	seq_printf(m, "refused_lanes %llu\n", ep->refused_lanes);
+	seq_printf(m, "auth_failures %llu\n", ep->auth_failures);
 	mutex_unlock(&ep->lock);
 	seq_printf(m, "tx_stalls %lld\n", atomic64_read(&ep->tx_stalls));
 	/* Lanes that never joined a session (refused or junk). */
@@ -92,6 +93,8 @@ struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf
 	ep->max_queue_depth = conf->max_queue_depth ?: TERN_EP_DEF_MAX_QDEPTH;
 	ep->max_data = conf->max_data ?: TERN_EP_DEF_MAX_DATA;
 	ep->max_session_bytes = conf->max_session_bytes;
+	ep->require_auth = conf->require_auth;
+	ep->require_encrypt = conf->require_encrypt;
 	mutex_init(&ep->lock);
 	INIT_LIST_HEAD(&ep->sessions);
 	INIT_LIST_HEAD(&ep->listeners);
@@ -320,3 +323,50 @@ void tern_listener_stop(struct tern_listener *lis)
 	kfree(lis);
 }
 EXPORT_SYMBOL_GPL(tern_listener_stop);
+
+/**
+ * tern_endpoint_close_identity - end every session an identity proved
+ * @ep: a responder endpoint
+ * @identity: the identity whose key was revoked
+ *
+ * Closes every lane of the responder sessions authenticated as
+ * @identity; their requests already in progress still finish. The
+ * connector's reconnections must prove the key again, so once the key is
+ * gone (&tern_endpoint_ops.auth_key answers -ENOKEY) they are refused.
+ * Return: the number of lanes closed.
+ */
+unsigned int tern_endpoint_close_identity(struct tern_endpoint *ep,
+					  const char *identity)
+{
+	struct tern_session *sess;
+	struct tern_core_lane *cl;
+	unsigned int n = 0, i;
+
+	mutex_lock(&ep->lock);
+	list_for_each_entry(sess, &ep->sessions, ep_entry) {
+		if (sess->requester || !(sess->info.features & TERN_FEAT_AUTH) ||
+		    strcmp(sess->identity, identity))
+			continue;
+		spin_lock_bh(&sess->lock);
+		for (i = 0; i < sess->nr_slots; i++) {
+			if (sess->slots[i].lane) {
+				tern_lane_kill(sess->slots[i].lane,
+					       -EKEYREVOKED);
+				n++;
+			}
+		}
+		spin_unlock_bh(&sess->lock);
+	}
+	/* and lanes past the key lookup that would otherwise bind later */
+	list_for_each_entry(cl, &ep->lanes, ep_entry) {
+		if (!cl->requester && !cl->bound && READ_ONCE(cl->auth) &&
+		    !strncmp(cl->hello_rx.identity, identity,
+			     sizeof(cl->hello_rx.identity))) {
+			tern_lane_kill(cl, -EKEYREVOKED);
+			n++;
+		}
+	}
+	mutex_unlock(&ep->lock);
+	return n;
+}
+EXPORT_SYMBOL_GPL(tern_endpoint_close_identity);

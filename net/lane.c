@@ -71,6 +71,10 @@ struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
 			     TERN_WIRE_HELLO_ACK);
 	cl->hello_frame.front = &cl->hello_tx;
 	cl->hello_frame.hdr.front_len = cpu_to_le32(sizeof(cl->hello_tx));
+	tern_ctrl_frame_init(&cl->auth_frame, requester ? TERN_WIRE_AUTH :
+			     TERN_WIRE_AUTH_ACK);
+	cl->auth_frame.front = &cl->auth_tx;
+	cl->auth_frame.hdr.front_len = cpu_to_le32(sizeof(cl->auth_tx));
 	tern_ctrl_frame_init(&cl->ping_frame, TERN_WIRE_PING);
 	tern_ctrl_frame_init(&cl->pong_frame, TERN_WIRE_PONG);
 	cl->born = jiffies;
@@ -98,6 +102,8 @@ static void tern_lane_release(struct kref *ref)
 						 ref);
 
 	module_put(cl->pub.tops->owner);
+	tern_lane_auth_free(cl);
+	kfree_sensitive(cl->tx_keys);
 	kfree(cl);
 	tern_obj_dec(TERN_OBJ_LANE);
 }
@@ -148,11 +154,6 @@ void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val)
 		tern_pcpu_stat_add(cl->ep->stats, off, val);
 	/* sessions come and go; the module-wide sum stays for tests */
 	tern_pcpu_stat_add(tern_total_stats, off, val);
-}
-
-static u32 tern_crc(const void *buf, size_t len)
-{
-	return ~crc32c(~0U, buf, len);
 }
 
 void tern_wire_hdr_seal(struct tern_wire_hdr *hdr)
@@ -328,6 +329,18 @@ void tern_lane_queue_hello(struct tern_core_lane *cl)
 	tern_lane_queue_ctrl(cl, &cl->hello_frame, &cl->hello_queued);
 }
 
+void tern_lane_queue_auth(struct tern_core_lane *cl)
+{
+	tern_lane_queue_ctrl(cl, &cl->auth_frame, &cl->auth_queued);
+}
+
+/* The handshake is over (or the lane is): its keys go. */
+void tern_lane_auth_free(struct tern_core_lane *cl)
+{
+	kfree_sensitive(cl->auth);
+	cl->auth = NULL;
+}
+
 void tern_lane_kill(struct tern_core_lane *cl, int err)
 {
 	if (test_and_set_bit(TERN_LANE_F_DYING, &cl->flags))
@@ -453,6 +466,7 @@ EXPORT_SYMBOL_GPL(tern_lane_count_submitter_sends);
 void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 {
 	struct tern_core_lane *cl = to_core_lane(lane);
+	struct tern_lane_keys *keys = NULL;
 	bool close = false;
 
 	/*
@@ -468,16 +482,28 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 	    !test_bit(TERN_LANE_F_CLOSE_TX, &cl->flags))
 		goto done;
 	spin_lock_bh(&cl->tx_lock);
-	if (frame == &cl->ping_frame)
+	if (frame == &cl->ping_frame) {
 		cl->ping_queued = false;
-	else if (frame == &cl->pong_frame)
+	} else if (frame == &cl->pong_frame) {
 		cl->pong_queued = false;
-	else if (frame == &cl->hello_frame)
+	} else if (frame == &cl->hello_frame) {
 		cl->hello_queued = false;
+	} else if (frame == &cl->auth_frame) {
+		cl->auth_queued = false;
+		keys = cl->tx_keys;	/* what follows the AUTH_ACK is sealed */
+		cl->tx_keys = NULL;
+	}
 	if (test_bit(TERN_LANE_F_CLOSE_TX, &cl->flags) &&
 	    list_empty(&cl->tx_queue))
 		close = true;
 	spin_unlock_bh(&cl->tx_lock);
+	if (keys) {
+		int err = cl->pub.tops->encrypt(&cl->pub, keys, true);
+
+		kfree_sensitive(keys);
+		if (err)
+			tern_lane_kill(cl, err);
+	}
 done:
 	WRITE_ONCE(cl->last_tx_done, jiffies);
 	TERN_LANE_STAT(cl, tx_msgs, 1);
@@ -550,7 +576,8 @@ static int tern_rx_check_hello(struct tern_core_lane *cl, bool want_requester)
 	struct tern_lane_rx *rx = &cl->pub.rx;
 
 	if (cl->requester != want_requester ||
-	    READ_ONCE(cl->state) != TERN_LANE_HANDSHAKE) {
+	    READ_ONCE(cl->state) != TERN_LANE_HANDSHAKE ||
+	    (cl->auth && cl->auth->awaiting)) {
 		tern_lane_proto_err(cl, "unexpected handshake frame type %u",
 				    rx->hdr.type);
 		return -EPROTO;
@@ -561,6 +588,27 @@ static int tern_rx_check_hello(struct tern_core_lane *cl, bool want_requester)
 		return -EPROTO;
 	}
 	tern_rx_setup(cl, &cl->hello_rx, NULL, 0);
+	return 0;
+}
+
+/* AUTH and AUTH_ACK come only as the answer a lane's handshake awaits. */
+static int tern_rx_check_auth(struct tern_core_lane *cl, bool want_requester)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+
+	if (cl->requester != want_requester ||
+	    READ_ONCE(cl->state) != TERN_LANE_HANDSHAKE ||
+	    !cl->auth || !cl->auth->awaiting) {
+		tern_lane_proto_err(cl, "unexpected authentication frame type %u",
+				    rx->hdr.type);
+		return -EPROTO;
+	}
+	if (rx->front_len != sizeof(cl->auth_rx) || rx->data_len) {
+		tern_lane_proto_err(cl, "bad authentication frame length %u/%u",
+				    rx->front_len, rx->data_len);
+		return -EPROTO;
+	}
+	tern_rx_setup(cl, &cl->auth_rx, NULL, 0);
 	return 0;
 }
 
@@ -673,6 +721,10 @@ int tern_lane_rx_header(struct tern_lane *lane)
 		return tern_rx_check_hello(cl, false);
 	case TERN_WIRE_HELLO_ACK:
 		return tern_rx_check_hello(cl, true);
+	case TERN_WIRE_AUTH:
+		return tern_rx_check_auth(cl, false);
+	case TERN_WIRE_AUTH_ACK:
+		return tern_rx_check_auth(cl, true);
 	case TERN_WIRE_PING:
 		return tern_rx_check_ping(cl, false);
 	case TERN_WIRE_PONG:
@@ -746,6 +798,10 @@ int tern_lane_rx_done(struct tern_lane *lane)
 		return tern_server_rx_hello(cl);
 	case TERN_WIRE_HELLO_ACK:
 		return tern_session_rx_hello_ack(cl);
+	case TERN_WIRE_AUTH:
+		return tern_server_rx_auth(cl);
+	case TERN_WIRE_AUTH_ACK:
+		return tern_session_rx_auth_ack(cl);
 	case TERN_WIRE_PING:
 		tern_lane_queue_ctrl(cl, &cl->pong_frame, &cl->pong_queued);
 		return 0;

@@ -79,15 +79,26 @@ void tern_server_rx_abort(struct tern_core_lane *cl)
 		tern_srv_req_finish(sreq);
 }
 
+/*
+ * Refuse the handshake with @status and close the lane once it is sent:
+ * in the HELLO_ACK, or in the AUTH_ACK once a challenge went out in the
+ * HELLO_ACK (which the proofs cover, so it is never rewritten).
+ */
 static void tern_refuse_send(struct tern_core_lane *cl, int status)
 {
+	set_bit(TERN_LANE_F_CLOSE_TX, &cl->flags);
+	if (cl->auth && cl->auth->challenged) {
+		memset(&cl->auth_tx, 0, sizeof(cl->auth_tx));
+		cl->auth_tx.status = cpu_to_le32((u32)status);
+		tern_lane_queue_auth(cl);
+		return;
+	}
 	memset(&cl->hello_tx, 0, sizeof(cl->hello_tx));
 	cl->hello_tx.session_id = cl->hello_rx.session_id;
 	cl->hello_tx.cookie = cl->hello_rx.cookie;
 	cl->hello_tx.lane_idx = cl->hello_rx.lane_idx;
 	cl->hello_tx.incarnation = cpu_to_le64(cl->ep->incarnation);
 	cl->hello_tx.status = cpu_to_le32((u32)status);
-	set_bit(TERN_LANE_F_CLOSE_TX, &cl->flags);
 	tern_lane_queue_hello(cl);
 }
 
@@ -113,6 +124,20 @@ static void tern_refuse_cap(struct tern_core_lane *cl, u64 *counter,
 	tern_refuse_send(cl, -EUSERS);
 }
 
+/* A connector that could not prove what it claims: not a protocol error. */
+static void tern_refuse_auth(struct tern_core_lane *cl, int status,
+			     const char *why)
+{
+	struct tern_endpoint *ep = cl->ep;
+
+	mutex_lock(&ep->lock);
+	ep->auth_failures++;
+	mutex_unlock(&ep->lock);
+	pr_warn_ratelimited("%s: refusing handshake of '%.63s': %s (%d)\n",
+			    cl->name, cl->hello_rx.identity, why, status);
+	tern_refuse_send(cl, status);
+}
+
 static struct tern_session *tern_server_find_locked(struct tern_endpoint *ep,
 						    u64 id)
 {
@@ -133,51 +158,124 @@ static bool tern_info_same(const struct tern_session_info *a,
 	       a->features == b->features;
 }
 
-int tern_server_rx_hello(struct tern_core_lane *cl)
+/*
+ * The values a HELLO asks for, bounded by ours, into @v; false (after a
+ * refusal) when they are out of range.
+ */
+static bool tern_server_negotiate(struct tern_core_lane *cl,
+				  struct tern_session_info *v)
 {
 	const struct tern_wire_hello *h = &cl->hello_rx;
 	struct tern_endpoint *ep = cl->ep;
+	unsigned int want_lanes = le16_to_cpu(h->nr_lanes);
+	unsigned int ka_ms = le32_to_cpu(h->keepalive_ms);
+
+	v->session_id = le64_to_cpu(h->session_id);
+	v->nr_lanes = min(want_lanes, ep->max_lanes);
+	v->queue_depth = min_t(unsigned int, le16_to_cpu(h->queue_depth),
+			       ep->max_queue_depth);
+	v->max_data = min(le32_to_cpu(h->max_data), ep->max_data);
+	v->max_front = min_t(u32, le32_to_cpu(h->max_front),
+			     TERN_WIRE_MAX_FRONT);
+	v->features = le32_to_cpu(h->features) & TERN_FEAT_ALL;
+	if (!cl->pub.tops->pull)
+		v->features &= ~TERN_FEAT_REMOTE_DATA;
+	/* keys come from the authentication: none without it */
+	if ((v->features & TERN_FEAT_ENCRYPT) &&
+	    !(v->features & TERN_FEAT_AUTH)) {
+		tern_refuse(cl, -EINVAL, "encryption without authentication");
+		return false;
+	}
+	if (!cl->pub.tops->encrypt)
+		v->features &= ~TERN_FEAT_ENCRYPT;
+	/* what the ULP can hold: let the requester's throttle wait instead */
+	if (ep->max_session_bytes && v->max_data)
+		v->queue_depth = clamp_t(u64, div64_u64(ep->max_session_bytes,
+							v->max_data),
+					 1, v->queue_depth);
+
+	if (!want_lanes || want_lanes > TERN_WIRE_MAX_LANES ||
+	    le16_to_cpu(h->lane_idx) >= v->nr_lanes || !v->queue_depth ||
+	    v->max_data < TERN_MIN_MAX_DATA || v->max_front < 64 ||
+	    ka_ms < 100 || ka_ms > 3600 * 1000 || h->reserved0 ||
+	    h->reserved1) {
+		tern_refuse(cl, -EINVAL, "parameters out of range");
+		return false;
+	}
+	/* The lane lives three intervals after the peer went quiet. */
+	if (ka_ms > READ_ONCE(tern_max_peer_keepalive_ms)) {
+		tern_refuse(cl, -EINVAL, "keepalive interval above tern.max_peer_keepalive_ms");
+		return false;
+	}
+	/* without authentication, nonce and identity mean nothing: zero */
+	if (!(v->features & TERN_FEAT_AUTH) &&
+	    (memchr_inv(h->nonce, 0, sizeof(h->nonce)) ||
+	     memchr_inv(h->identity, 0, sizeof(h->identity)))) {
+		tern_refuse(cl, -EINVAL, "nonce or identity without authentication");
+		return false;
+	}
+	return true;
+}
+
+/* The HELLO_ACK that lets the lane in, or challenges it, into hello_tx. */
+static void tern_server_fill_ack(struct tern_core_lane *cl,
+				 const struct tern_session_info *v)
+{
+	const struct tern_wire_hello *h = &cl->hello_rx;
+	struct tern_wire_hello *a = &cl->hello_tx;
+
+	memset(a, 0, sizeof(*a));
+	a->session_id = h->session_id;
+	a->cookie = h->cookie;
+	a->incarnation = cpu_to_le64(cl->ep->incarnation);
+	a->features = cpu_to_le32(v->features);
+	a->max_data = cpu_to_le32(v->max_data);
+	a->max_front = cpu_to_le32(v->max_front);
+	a->keepalive_ms = h->keepalive_ms;
+	a->nr_lanes = cpu_to_le16(v->nr_lanes);
+	a->lane_idx = h->lane_idx;
+	a->queue_depth = cpu_to_le16(v->queue_depth);
+	if (v->features & TERN_FEAT_AUTH)
+		get_random_bytes(a->nonce, sizeof(a->nonce));
+}
+
+/*
+ * Find or create the session the HELLO names and put the lane in its
+ * slot; answer with the HELLO_ACK, or with the AUTH_ACK and our proof
+ * when the lane authenticated. @v: the negotiated values.
+ */
+static int tern_server_bind(struct tern_core_lane *cl,
+			    const struct tern_session_info *v)
+{
+	const struct tern_wire_hello *h = &cl->hello_rx;
+	const char *identity = cl->auth ? h->identity : "";
+	struct tern_endpoint *ep = cl->ep;
 	struct tern_core_lane *old = NULL;
-	struct tern_session_info v = {};
-	struct tern_session *sess;
-	unsigned int lane_idx, ka_ms, want_lanes, cap;
+	unsigned int lane_idx, ka_ms, cap;
 	bool created = false, rejoin = false;
+	struct tern_session *sess;
 	u64 id, cookie, inc;
 
 	id = le64_to_cpu(h->session_id);
 	cookie = le64_to_cpu(h->cookie);
 	inc = le64_to_cpu(h->incarnation);
-	want_lanes = le16_to_cpu(h->nr_lanes);
 	lane_idx = le16_to_cpu(h->lane_idx);
 	ka_ms = le32_to_cpu(h->keepalive_ms);
 
-	v.session_id = id;
-	v.nr_lanes = min(want_lanes, ep->max_lanes);
-	v.queue_depth = min_t(unsigned int, le16_to_cpu(h->queue_depth),
-			      ep->max_queue_depth);
-	v.max_data = min(le32_to_cpu(h->max_data), ep->max_data);
-	v.max_front = min_t(u32, le32_to_cpu(h->max_front),
-			    TERN_WIRE_MAX_FRONT);
-	v.features = le32_to_cpu(h->features) & TERN_FEAT_ALL;
-	if (!cl->pub.tops->pull)
-		v.features &= ~TERN_FEAT_REMOTE_DATA;
-	/* what the ULP can hold: let the requester's throttle wait instead */
-	if (ep->max_session_bytes && v.max_data)
-		v.queue_depth = clamp_t(u64, div64_u64(ep->max_session_bytes,
-						       v.max_data),
-					1, v.queue_depth);
+	/*
+	 * Encrypted: the connector seals everything after our AUTH_ACK, and
+	 * we are between its frames now; we seal once the AUTH_ACK is out
+	 * (tern_lane_tx_done()). A refusal below closes the lane anyway.
+	 */
+	if (v->features & TERN_FEAT_ENCRYPT) {
+		int err = cl->pub.tops->encrypt(&cl->pub, &cl->auth->rx, false);
 
-	if (!want_lanes || want_lanes > TERN_WIRE_MAX_LANES ||
-	    lane_idx >= v.nr_lanes || !v.queue_depth ||
-	    v.max_data < TERN_MIN_MAX_DATA || v.max_front < 64 ||
-	    ka_ms < 100 || ka_ms > 3600 * 1000) {
-		tern_refuse(cl, -EINVAL, "parameters out of range");
-		return 0;
-	}
-	/* The lane lives three intervals after the peer went quiet. */
-	if (ka_ms > READ_ONCE(tern_max_peer_keepalive_ms)) {
-		tern_refuse(cl, -EINVAL, "keepalive interval above tern.max_peer_keepalive_ms");
-		return 0;
+		if (err)
+			return err;
+		cl->tx_keys = kmemdup(&cl->auth->tx, sizeof(cl->auth->tx),
+				      GFP_NOIO);
+		if (!cl->tx_keys)
+			return -ENOMEM;
 	}
 
 	mutex_lock(&ep->lock);
@@ -193,7 +291,13 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 		tern_refuse(cl, -EPERM, "session cookie mismatch");
 		return 0;
 	}
-	if (sess && !tern_info_same(&sess->info, &v)) {
+	/* a lane joins only a session of the identity it proved, if any */
+	if (sess && strcmp(sess->identity, identity)) {
+		mutex_unlock(&ep->lock);
+		tern_refuse_auth(cl, -EPERM, "session of another identity");
+		return 0;
+	}
+	if (sess && !tern_info_same(&sess->info, v)) {
 		mutex_unlock(&ep->lock);
 		tern_refuse(cl, -EINVAL, "lane parameters differ from session");
 		return 0;
@@ -221,7 +325,7 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 		return 0;
 	}
 	if (!sess) {
-		sess = tern_session_alloc(ep, false, v.nr_lanes);
+		sess = tern_session_alloc(ep, false, v->nr_lanes);
 		if (!sess) {
 			mutex_unlock(&ep->lock);
 			return -ENOMEM;
@@ -229,7 +333,8 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 		sess->id = id;
 		sess->cookie = cookie;
 		sess->peer_incarnation = inc;
-		sess->info = v;
+		strscpy(sess->identity, identity, sizeof(sess->identity));
+		sess->info = *v;
 		sess->negotiated = true;
 		sess->opts.keepalive_ms = ka_ms;
 		list_add_tail(&sess->ep_entry, &ep->sessions);
@@ -242,24 +347,19 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 
 	snprintf(cl->name, sizeof(cl->name), "%s/r-%016llx/%u", ep->name, id,
 		 lane_idx);
-	cl->max_front = v.max_front;
-	cl->max_data = v.max_data;
-	cl->data_crc = v.features & TERN_FEAT_DATA_CRC;
-	WRITE_ONCE(cl->remote_data, v.features & TERN_FEAT_REMOTE_DATA);
+	cl->max_front = v->max_front;
+	cl->max_data = v->max_data;
+	cl->data_crc = v->features & TERN_FEAT_DATA_CRC;
+	WRITE_ONCE(cl->remote_data, v->features & TERN_FEAT_REMOTE_DATA);
 	cl->ka_interval_ms = ka_ms;
 	cl->ka_timeout_ms = 3 * ka_ms;
-
-	memset(&cl->hello_tx, 0, sizeof(cl->hello_tx));
-	cl->hello_tx.session_id = h->session_id;
-	cl->hello_tx.cookie = h->cookie;
-	cl->hello_tx.incarnation = cpu_to_le64(ep->incarnation);
-	cl->hello_tx.features = cpu_to_le32(v.features);
-	cl->hello_tx.max_data = cpu_to_le32(v.max_data);
-	cl->hello_tx.max_front = cpu_to_le32(v.max_front);
-	cl->hello_tx.keepalive_ms = h->keepalive_ms;
-	cl->hello_tx.nr_lanes = cpu_to_le16(v.nr_lanes);
-	cl->hello_tx.lane_idx = h->lane_idx;
-	cl->hello_tx.queue_depth = cpu_to_le16(v.queue_depth);
+	if (cl->auth) {
+		memset(&cl->auth_tx, 0, sizeof(cl->auth_tx));
+		memcpy(cl->auth_tx.proof, cl->auth->target_proof,
+		       sizeof(cl->auth_tx.proof));
+	} else {
+		tern_server_fill_ack(cl, v);
+	}
 
 	spin_lock_bh(&sess->lock);
 	old = sess->slots[lane_idx].lane;
@@ -278,7 +378,10 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 	if (cl->slot->ever_live)
 		TERN_LANE_STAT(cl, reconnects, 1);
 	cl->slot->ever_live = true;
-	tern_lane_queue_hello(cl);
+	if (cl->auth)
+		tern_lane_queue_auth(cl);
+	else
+		tern_lane_queue_hello(cl);
 	tern_session_lane_live_locked(sess, cl);
 	spin_unlock_bh(&sess->lock);
 	if (cl->counted_handshake) {
@@ -286,6 +389,7 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 		ep->nr_handshakes--;
 	}
 	mutex_unlock(&ep->lock);
+	tern_lane_auth_free(cl);
 
 	if (old) {
 		tern_lane_kill(old, -ECONNRESET);
@@ -295,6 +399,96 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 		ep->ops->session_event(sess, TERN_SESSION_UP);
 	tern_lane_arm_keepalive(cl, ka_ms);
 	return 0;
+}
+
+/*
+ * A HELLO with TERN_FEAT_AUTH: look up the key of the identity it claims
+ * and answer with our nonce; the lane waits for the connector's proof.
+ * Nothing of a session is created before that proof.
+ */
+static int tern_server_challenge(struct tern_core_lane *cl,
+				 const struct tern_session_info *v)
+{
+	const struct tern_wire_hello *h = &cl->hello_rx;
+	const struct tern_endpoint_ops *ops = cl->ep->ops;
+	char identity[TERN_WIRE_IDENTITY_LEN];
+	u8 key[TERN_AUTH_KEY_LEN];
+	size_t len;
+	int err;
+
+	len = strnlen(h->identity, sizeof(h->identity));
+	if (!tern_identity_valid(h->identity, sizeof(h->identity)) ||
+	    memchr_inv(h->identity + len, 0, sizeof(h->identity) - len)) {
+		tern_refuse(cl, -EINVAL, "malformed identity");
+		return 0;
+	}
+	memcpy(identity, h->identity, len + 1);
+	err = ops && ops->auth_key ? ops->auth_key(cl->ep, identity, key) :
+				     -ENOKEY;
+	if (err) {
+		tern_refuse_auth(cl, -ENOKEY, "no key for this identity");
+		return 0;
+	}
+	cl->auth = kzalloc(sizeof(*cl->auth), GFP_NOIO);
+	if (cl->auth)
+		err = tern_auth_derive(key, identity, &cl->auth->keys);
+	memzero_explicit(key, sizeof(key));
+	if (!cl->auth || err)
+		return err ?: -ENOMEM;
+	cl->auth->info = *v;
+	tern_server_fill_ack(cl, v);
+	cl->auth->challenged = true;
+	cl->auth->awaiting = true;
+	tern_lane_queue_hello(cl);
+	return 0;
+}
+
+int tern_server_rx_hello(struct tern_core_lane *cl)
+{
+	struct tern_session_info v = {};
+
+	if (!tern_server_negotiate(cl, &v))
+		return 0;
+	if (cl->ep->require_encrypt && !(v.features & TERN_FEAT_ENCRYPT)) {
+		tern_refuse_auth(cl, -EACCES, "this port requires encryption");
+		return 0;
+	}
+	if (v.features & TERN_FEAT_AUTH)
+		return tern_server_challenge(cl, &v);
+	if (cl->ep->require_auth) {
+		tern_refuse_auth(cl, -ENOKEY, "this port requires authentication");
+		return 0;
+	}
+	return tern_server_bind(cl, &v);
+}
+
+/* The connector's proof: check it, then let the lane in. */
+int tern_server_rx_auth(struct tern_core_lane *cl)
+{
+	struct tern_lane_auth *a = cl->auth;
+	int err;
+
+	a->awaiting = false;
+	if (cl->auth_rx.status || cl->auth_rx.reserved) {
+		tern_lane_proto_err(cl, "reserved fields set in AUTH");
+		return -EPROTO;
+	}
+	err = tern_auth_proofs(&a->keys, &cl->hello_rx, &cl->hello_tx,
+			       a->host_proof, a->target_proof);
+	if (err)
+		return err;
+	if (!tern_auth_proof_ok(cl->auth_rx.proof, a->host_proof)) {
+		tern_refuse_auth(cl, -EKEYREJECTED, "wrong proof of the key");
+		return 0;
+	}
+	if (a->info.features & TERN_FEAT_ENCRYPT) {
+		err = tern_auth_lane_keys(&a->keys, &cl->hello_rx,
+					  &cl->hello_tx, a->host_proof,
+					  a->target_proof, &a->rx, &a->tx);
+		if (err)
+			return err;
+	}
+	return tern_server_bind(cl, &a->info);
 }
 
 int tern_server_rx_request_hdr(struct tern_core_lane *cl)

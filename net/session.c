@@ -40,6 +40,7 @@ static void tern_session_free_work(struct work_struct *work)
 	debugfs_remove_recursive(sess->dbg);
 	free_percpu(sess->counts);
 	kfree(sess->slots);
+	kfree_sensitive(sess->auth_keys);
 	kfree(sess);
 	tern_obj_dec(TERN_OBJ_SESSION);
 
@@ -526,7 +527,7 @@ static const u8 tern_wire_errnos[] = {
 	EEXIST, ENODEV, EINVAL, EFBIG, ENOSPC, EROFS, ERANGE, ENODATA, EPROTO,
 	EBADMSG, EOVERFLOW, EILSEQ, EMSGSIZE, EPROTONOSUPPORT, EOPNOTSUPP,
 	ECONNRESET, ESHUTDOWN, ETIMEDOUT, ECONNREFUSED, ESTALE, EREMOTEIO,
-	EKEYREJECTED, EUSERS, ENOBUFS,
+	EKEYREJECTED, EUSERS, ENOBUFS, ENOKEY, EKEYREVOKED, EKEYEXPIRED,
 };
 
 static int tern_wire_errno(struct tern_core_lane *cl, u32 raw, int fallback)
@@ -722,6 +723,12 @@ static void tern_fill_hello(struct tern_session *sess, struct tern_core_lane *cl
 	h->lane_idx = cpu_to_le16(cl->slot->idx);
 	h->queue_depth = cpu_to_le16(neg ? sess->info.queue_depth :
 				     o->queue_depth);
+	if (sess->auth_keys) {
+		h->features |= cpu_to_le32(TERN_FEAT_AUTH |
+					   (o->encrypt ? TERN_FEAT_ENCRYPT : 0));
+		get_random_bytes(h->nonce, sizeof(h->nonce));
+		strscpy_pad(h->identity, sess->identity, sizeof(h->identity));
+	}
 }
 
 static void tern_slot_connect(struct tern_lane_slot *slot);
@@ -813,51 +820,40 @@ retry:
 	wake_up_all(&sess->wait);
 }
 
-int tern_session_rx_hello_ack(struct tern_core_lane *cl)
+/* The handshake of the session's first lane failed: tern_connect() too. */
+static int tern_session_refused(struct tern_core_lane *cl, int err)
+{
+	struct tern_session *sess = cl->sess;
+
+	spin_lock_bh(&sess->lock);
+	if (!sess->negotiated)
+		sess->fatal_err = err;
+	spin_unlock_bh(&sess->lock);
+	wake_up_all(&sess->wait);
+	return err;
+}
+
+static void tern_hello_values(const struct tern_wire_hello *h,
+			      struct tern_session_info *v)
+{
+	v->nr_lanes = le16_to_cpu(h->nr_lanes);
+	v->queue_depth = le16_to_cpu(h->queue_depth);
+	v->max_data = le32_to_cpu(h->max_data);
+	v->max_front = le32_to_cpu(h->max_front);
+	v->features = le32_to_cpu(h->features);
+}
+
+/* The handshake is complete: the lane goes live with the answer's values. */
+static int tern_session_lane_admit(struct tern_core_lane *cl)
 {
 	const struct tern_wire_hello *h = &cl->hello_rx;
-	const struct tern_wire_hello *mine = &cl->hello_tx;
 	struct tern_session *sess = cl->sess;
 	struct tern_session_info v = {};
-	int status = tern_wire_errno(cl, le32_to_cpu(h->status),
-				     -ECONNREFUSED);
 	unsigned int i;
 	u64 inc;
 
-	if (status) {
-		pr_warn_ratelimited("%s: peer refused the handshake (%d)\n",
-				    cl->name, status);
-		spin_lock_bh(&sess->lock);
-		if (!sess->negotiated)
-			sess->fatal_err = status;
-		spin_unlock_bh(&sess->lock);
-		wake_up_all(&sess->wait);
-		return -ECONNREFUSED;
-	}
-
-	v.nr_lanes = le16_to_cpu(h->nr_lanes);
-	v.queue_depth = le16_to_cpu(h->queue_depth);
-	v.max_data = le32_to_cpu(h->max_data);
-	v.max_front = le32_to_cpu(h->max_front);
-	v.features = le32_to_cpu(h->features);
-	if (h->session_id != mine->session_id || h->cookie != mine->cookie ||
-	    h->lane_idx != mine->lane_idx ||
-	    !v.nr_lanes || v.nr_lanes > le16_to_cpu(mine->nr_lanes) ||
-	    cl->slot->idx >= v.nr_lanes ||
-	    !v.queue_depth || v.queue_depth > le16_to_cpu(mine->queue_depth) ||
-	    v.max_data < TERN_MIN_MAX_DATA ||
-	    v.max_data > le32_to_cpu(mine->max_data) ||
-	    v.max_front < 64 || v.max_front > le32_to_cpu(mine->max_front) ||
-	    (v.features & ~le32_to_cpu(mine->features))) {
-		tern_lane_proto_err(cl, "handshake answer out of bounds");
-		/* a peer that answers this way will again: fail fast */
-		spin_lock_bh(&sess->lock);
-		if (!sess->negotiated)
-			sess->fatal_err = -EPROTO;
-		spin_unlock_bh(&sess->lock);
-		wake_up_all(&sess->wait);
-		return -EPROTO;
-	}
+	tern_lane_auth_free(cl);
+	tern_hello_values(h, &v);
 	inc = le64_to_cpu(h->incarnation);
 
 	spin_lock_bh(&sess->lock);
@@ -900,6 +896,119 @@ int tern_session_rx_hello_ack(struct tern_core_lane *cl)
 	wake_up_all(&sess->wait);
 	tern_lane_arm_keepalive(cl, cl->ka_interval_ms);
 	return 0;
+}
+
+/*
+ * The acceptor's answer to our proposal; with authentication also its
+ * challenge, which we answer with our proof (AUTH).
+ */
+int tern_session_rx_hello_ack(struct tern_core_lane *cl)
+{
+	const struct tern_wire_hello *h = &cl->hello_rx;
+	const struct tern_wire_hello *mine = &cl->hello_tx;
+	struct tern_session *sess = cl->sess;
+	struct tern_session_info v = {};
+	int status = tern_wire_errno(cl, le32_to_cpu(h->status),
+				     -ECONNREFUSED);
+	int err;
+
+	if (status) {
+		pr_warn_ratelimited("%s: peer refused the handshake (%d)\n",
+				    cl->name, status);
+		tern_session_refused(cl, status);
+		return -ECONNREFUSED;
+	}
+
+	tern_hello_values(h, &v);
+	if (h->session_id != mine->session_id || h->cookie != mine->cookie ||
+	    h->lane_idx != mine->lane_idx ||
+	    !v.nr_lanes || v.nr_lanes > le16_to_cpu(mine->nr_lanes) ||
+	    cl->slot->idx >= v.nr_lanes ||
+	    !v.queue_depth || v.queue_depth > le16_to_cpu(mine->queue_depth) ||
+	    v.max_data < TERN_MIN_MAX_DATA ||
+	    v.max_data > le32_to_cpu(mine->max_data) ||
+	    v.max_front < 64 || v.max_front > le32_to_cpu(mine->max_front) ||
+	    (v.features & ~le32_to_cpu(mine->features)) ||
+	    h->reserved0 || h->reserved1 ||
+	    memchr_inv(h->identity, 0, sizeof(h->identity)) ||
+	    (!(v.features & TERN_FEAT_AUTH) &&
+	     memchr_inv(h->nonce, 0, sizeof(h->nonce)))) {
+		tern_lane_proto_err(cl, "handshake answer out of bounds");
+		/* a peer that answers this way will again: fail fast */
+		return tern_session_refused(cl, -EPROTO);
+	}
+	if (!sess->auth_keys)
+		return tern_session_lane_admit(cl);
+
+	/* we insist: a peer that drops the bit is a downgrade, or a fake */
+	if (!(v.features & TERN_FEAT_AUTH)) {
+		TERN_LANE_STAT(cl, proto_errors, 1);
+		pr_warn_ratelimited("%s: peer does not authenticate; refusing (%d)\n",
+				    cl->name, -EKEYREJECTED);
+		return tern_session_refused(cl, -EKEYREJECTED);
+	}
+	if (sess->opts.encrypt && !(v.features & TERN_FEAT_ENCRYPT)) {
+		TERN_LANE_STAT(cl, proto_errors, 1);
+		pr_warn_ratelimited("%s: peer does not encrypt; refusing (%d)\n",
+				    cl->name, -EKEYREJECTED);
+		return tern_session_refused(cl, -EKEYREJECTED);
+	}
+	cl->auth = kzalloc(sizeof(*cl->auth), GFP_NOIO);
+	if (!cl->auth)
+		return -ENOMEM;
+	cl->auth->keys = *sess->auth_keys;
+	err = tern_auth_proofs(&cl->auth->keys, mine, h, cl->auth->host_proof,
+			       cl->auth->target_proof);
+	if (err)
+		return err;
+	memset(&cl->auth_tx, 0, sizeof(cl->auth_tx));
+	memcpy(cl->auth_tx.proof, cl->auth->host_proof,
+	       sizeof(cl->auth_tx.proof));
+	cl->auth->awaiting = true;
+	tern_lane_queue_auth(cl);
+	return 0;
+}
+
+/* The acceptor's verdict on our proof, and its own proof. */
+int tern_session_rx_auth_ack(struct tern_core_lane *cl)
+{
+	const struct tern_wire_auth *a = &cl->auth_rx;
+	int status = tern_wire_errno(cl, le32_to_cpu(a->status),
+				     -ECONNREFUSED);
+
+	cl->auth->awaiting = false;
+	if (status) {
+		pr_warn_ratelimited("%s: peer refused our authentication (%d)\n",
+				    cl->name, status);
+		tern_session_refused(cl, status);
+		return -ECONNREFUSED;
+	}
+	if (a->reserved) {
+		tern_lane_proto_err(cl, "reserved fields set in AUTH_ACK");
+		return tern_session_refused(cl, -EPROTO);
+	}
+	if (!tern_auth_proof_ok(a->proof, cl->auth->target_proof)) {
+		TERN_LANE_STAT(cl, proto_errors, 1);
+		pr_warn_ratelimited("%s: peer failed to prove the key; refusing (%d)\n",
+				    cl->name, -EKEYREJECTED);
+		return tern_session_refused(cl, -EKEYREJECTED);
+	}
+	/* the acceptor seals what follows its AUTH_ACK, and so do we */
+	if (le32_to_cpu(cl->hello_rx.features) & TERN_FEAT_ENCRYPT) {
+		struct tern_lane_auth *la = cl->auth;
+		int err;
+
+		err = tern_auth_lane_keys(&la->keys, &cl->hello_tx,
+					  &cl->hello_rx, la->host_proof,
+					  la->target_proof, &la->tx, &la->rx);
+		if (!err)
+			err = cl->pub.tops->encrypt(&cl->pub, &la->rx, false);
+		if (!err)
+			err = cl->pub.tops->encrypt(&cl->pub, &la->tx, true);
+		if (err)
+			return err;
+	}
+	return tern_session_lane_admit(cl);
 }
 
 static void tern_session_loss_work(struct work_struct *work)
@@ -950,10 +1059,13 @@ void tern_session_lane_down(struct tern_session *sess,
 	/*
 	 * The first lane of a session never negotiated, lost during its
 	 * handshake: the peer closed or timed out on us, as it would again.
-	 * tern_connect() fails now, as for a refused connection.
+	 * tern_connect() fails now, as for a refused connection; unless we
+	 * are failing transport operations on purpose (tern.inject_fail_every),
+	 * which says nothing of the peer.
 	 */
 	if (sess->requester && !sess->negotiated && !sess->fatal_err &&
-	    slot && !slot->idx && cl->state == TERN_LANE_HANDSHAKE)
+	    slot && !slot->idx && cl->state == TERN_LANE_HANDSHAKE &&
+	    !READ_ONCE(tern_inject_fail_every))
 		sess->fatal_err = -ECONNRESET;
 	WRITE_ONCE(cl->state, TERN_LANE_DEAD);
 	if (was_live)
@@ -1103,8 +1215,15 @@ static int tern_opts_fill(struct tern_session_opts *o,
 	    o->reconnect_min_ms > o->reconnect_max_ms ||
 	    o->reconnect_max_ms > 3600 * 1000 ||
 	    o->loss_timeout_ms > 24 * 3600 * 1000 ||
-	    o->connect_timeout_ms > 3600 * 1000)
+	    o->connect_timeout_ms > 3600 * 1000 ||
+	    (o->auth_key && (!o->auth_identity ||
+			     !tern_identity_valid(o->auth_identity,
+						  TERN_WIRE_IDENTITY_LEN))) ||
+	    (o->encrypt && !o->auth_key))
 		return -EINVAL;
+	/* the session copies what it needs of them: nothing dangles */
+	o->auth_identity = NULL;
+	o->auth_key = NULL;
 	return 0;
 }
 
@@ -1151,6 +1270,11 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 	tops = tern_transport_get(scheme);
 	if (!tops)
 		return ERR_PTR(-EPROTONOSUPPORT);
+	if (o.encrypt && !tops->encrypt) {
+		pr_err("%s: transport %s cannot encrypt\n", ep->name, scheme);
+		tern_transport_put(tops);
+		return ERR_PTR(-EPROTONOSUPPORT);
+	}
 
 	sess = tern_session_alloc(ep, true, o.nr_lanes);
 	if (!sess) {
@@ -1163,6 +1287,21 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 	sess->id = get_random_u64();
 	sess->cookie = get_random_u64();
 	sess->info.nr_lanes = 0;
+	if (opts && opts->auth_key) {
+		sess->auth_keys = kzalloc(sizeof(*sess->auth_keys), GFP_KERNEL);
+		err = sess->auth_keys ? 0 : -ENOMEM;
+		if (!err) {
+			strscpy(sess->identity, opts->auth_identity,
+				sizeof(sess->identity));
+			err = tern_auth_derive(opts->auth_key, sess->identity,
+					       sess->auth_keys);
+		}
+		if (err) {
+			tern_transport_put(tops);
+			tern_session_put(sess);
+			return ERR_PTR(err);
+		}
+	}
 	err = tern_endpoint_link_session(ep, sess);
 	if (err) {
 		tern_transport_put(tops);
@@ -1245,6 +1384,19 @@ void tern_session_destroy(struct tern_session *sess)
 	tern_session_put(sess);
 }
 EXPORT_SYMBOL_GPL(tern_session_destroy);
+
+/**
+ * tern_session_identity - the identity the connector proved
+ * @sess: a session
+ *
+ * Return: the identity, or NULL when the session did not authenticate.
+ * It never changes during the session's life.
+ */
+const char *tern_session_identity(struct tern_session *sess)
+{
+	return sess->info.features & TERN_FEAT_AUTH ? sess->identity : NULL;
+}
+EXPORT_SYMBOL_GPL(tern_session_identity);
 
 /**
  * tern_session_get_info - negotiated parameters of a session

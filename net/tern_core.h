@@ -17,6 +17,7 @@
 #define _TERN_CORE_H
 
 #include <linux/atomic.h>
+#include <linux/crc32c.h>
 #include <linux/hashtable.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
@@ -84,6 +85,31 @@ struct tern_stats {
 };
 
 struct tern_core_lane;
+
+/* CRC32C as the wire uses it: initial ~0, final inversion. */
+static inline u32 tern_crc(const void *buf, size_t len)
+{
+	return ~crc32c(~0U, buf, len);
+}
+
+/* The proof keys of one identity, from its secret (auth.c). */
+struct tern_auth_keys {
+	u8	host[TERN_WIRE_PROOF_LEN];	/* the connector proves with */
+	u8	target[TERN_WIRE_PROOF_LEN];	/* the acceptor proves with */
+	u8	traffic[TERN_WIRE_PROOF_LEN];	/* lane keys derive from */
+};
+
+/* A lane's authentication in progress: freed when its handshake ends. */
+struct tern_lane_auth {
+	struct tern_auth_keys	keys;
+	u8			host_proof[TERN_WIRE_PROOF_LEN];
+	u8			target_proof[TERN_WIRE_PROOF_LEN];
+	bool			awaiting;	/* the peer's AUTH or AUTH_ACK */
+	bool			challenged;	/* responder: HELLO_ACK is out */
+	struct tern_session_info info;		/* responder: negotiated */
+	struct tern_lane_keys	tx;		/* TERN_FEAT_ENCRYPT */
+	struct tern_lane_keys	rx;
+};
 
 /* A session's per-request counters, per CPU: its lanes run on many. */
 struct tern_sess_counts {
@@ -153,6 +179,15 @@ struct tern_core_lane {
 	bool			ping_queued;	/* under tx_lock */
 	bool			pong_queued;
 	bool			hello_queued;
+
+	/* authentication: NULL unless this lane authenticates (auth.c) */
+	struct tern_lane_auth	*auth;
+	struct tern_frame	auth_frame;	/* AUTH or AUTH_ACK */
+	struct tern_wire_auth	auth_tx;
+	struct tern_wire_auth	auth_rx;
+	bool			auth_queued;	/* under tx_lock */
+	/* responder: transmit keys, installed once the AUTH_ACK is sent */
+	struct tern_lane_keys	*tx_keys;
 };
 
 static inline struct tern_core_lane *to_core_lane(struct tern_lane *lane)
@@ -172,6 +207,9 @@ struct tern_session {
 	u64				id;
 	u64				cookie;
 	u64				peer_incarnation;
+	/* the connector's identity, proven when auth_keys / FEAT_AUTH */
+	char				identity[TERN_WIRE_IDENTITY_LEN];
+	struct tern_auth_keys		*auth_keys;	/* requester only */
 	const struct tern_transport_ops	*tops;		/* requester only */
 	struct sockaddr_storage		addr;
 	struct tern_session_opts	opts;
@@ -237,6 +275,9 @@ struct tern_endpoint {
 	u64				refused_handshakes;
 	u64				refused_sessions;
 	u64				refused_lanes;
+	u64				auth_failures;	/* bad or missing proofs */
+	bool				require_auth;
+	bool				require_encrypt;
 	atomic64_t			tx_stalls;
 	wait_queue_head_t		wait;
 	struct dentry			*dbg;
@@ -298,6 +339,19 @@ extern unsigned int tern_inject_fail_every;
 bool tern_inject_fault(void);
 bool tern_inject_crc(void);
 
+/* auth.c */
+int tern_auth_derive(const u8 *key, const char *identity,
+		     struct tern_auth_keys *keys);
+int tern_auth_proofs(const struct tern_auth_keys *keys,
+		     const struct tern_wire_hello *hello,
+		     const struct tern_wire_hello *ack, u8 *host, u8 *target);
+bool tern_auth_proof_ok(const u8 *got, const u8 *want);
+int tern_auth_lane_keys(const struct tern_auth_keys *keys,
+			const struct tern_wire_hello *hello,
+			const struct tern_wire_hello *ack, const u8 *host,
+			const u8 *target, struct tern_lane_keys *c2a,
+			struct tern_lane_keys *a2c);
+
 /* pages.c */
 void tern_pages_init(void);
 void tern_pages_exit(void);
@@ -323,6 +377,8 @@ void tern_bvec_copy(const struct bio_vec *dst, unsigned int dst_nr,
 		    u32 src_off, u32 len);
 void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val);
 void tern_lane_queue_hello(struct tern_core_lane *cl);
+void tern_lane_queue_auth(struct tern_core_lane *cl);
+void tern_lane_auth_free(struct tern_core_lane *cl);
 bool tern_lane_tx_stalled(struct tern_core_lane *cl, unsigned long now);
 /* The core's own checks: tern_lane_proto_error() on the core lane. */
 #define tern_lane_proto_err(cl, fmt, ...) \
@@ -347,6 +403,7 @@ void tern_stats_add(struct tern_stats *sum, struct tern_stats *st);
 void tern_stats_add_pcpu(struct tern_stats *sum,
 			 struct tern_stats __percpu *pcpu);
 int tern_session_rx_hello_ack(struct tern_core_lane *cl);
+int tern_session_rx_auth_ack(struct tern_core_lane *cl);
 int tern_session_rx_reply_hdr(struct tern_core_lane *cl);
 int tern_session_rx_reply_done(struct tern_core_lane *cl);
 void tern_session_debugfs(struct tern_session *sess);
@@ -357,6 +414,7 @@ void tern_req_put(struct tern_request *req);
 
 /* server.c */
 int tern_server_rx_hello(struct tern_core_lane *cl);
+int tern_server_rx_auth(struct tern_core_lane *cl);
 int tern_server_rx_request_hdr(struct tern_core_lane *cl);
 int tern_server_rx_request_front(struct tern_core_lane *cl);
 int tern_server_rx_request_done(struct tern_core_lane *cl);

@@ -191,6 +191,9 @@ enum tern_session_event {
 	TERN_SESSION_GONE,	/* responder side session freed */
 };
 
+/* Bytes of an authentication key (the secret a "TERNKEY-1:" string holds) */
+#define TERN_AUTH_KEY_LEN	32
+
 /**
  * struct tern_endpoint_ops - upcalls into the ULP
  * @request: responder: a request arrived. Process context; may sleep
@@ -205,6 +208,10 @@ enum tern_session_event {
  * @release: responder, optional: the core is done with @req (reply sent
  *	or dropped); pushed pages may be freed now.
  * @session_event: optional: session state changes, process context.
+ * @auth_key: responder, optional: a connector claims @identity (validated:
+ *	1-63 of [A-Za-z0-9._:-]); copy its TERN_AUTH_KEY_LEN byte key to
+ *	@key and return 0, or return -ENOKEY if it has none. Process
+ *	context, may sleep. Without it no connector can authenticate.
  */
 struct tern_endpoint_ops {
 	void	(*request)(struct tern_srv_req *req);
@@ -212,6 +219,8 @@ struct tern_endpoint_ops {
 	void	(*release)(struct tern_srv_req *req);
 	void	(*session_event)(struct tern_session *sess,
 				 enum tern_session_event ev);
+	int	(*auth_key)(struct tern_endpoint *ep, const char *identity,
+			    u8 *key);
 };
 
 /**
@@ -226,6 +235,8 @@ struct tern_endpoint_ops {
  *	lowered to at least 1 so that queue depth times the negotiated
  *	@max_data stays within this, which lets the requester's throttle
  *	hold back what the ULP could not take [0: no bound]
+ * @require_auth: responder: refuse connectors that do not authenticate
+ * @require_encrypt: responder: refuse connectors that do not encrypt
  *
  * The caps apply during negotiation; 0 selects the default in brackets.
  */
@@ -237,6 +248,8 @@ struct tern_endpoint_conf {
 	unsigned int			max_queue_depth;
 	u32				max_data;
 	u64				max_session_bytes;
+	bool				require_auth;
+	bool				require_encrypt;
 };
 
 /**
@@ -255,6 +268,13 @@ struct tern_endpoint_conf {
  * @loss_timeout_ms: pending requests fail after this long without any
  *	live lane [60000]
  * @connect_timeout_ms: tern_connect() gives up after [10000]
+ * @auth_identity: with @auth_key: the identity to authenticate as, 1-63
+ *	of [A-Za-z0-9._:-]
+ * @auth_key: NULL, or TERN_AUTH_KEY_LEN bytes: every lane then proves
+ *	@auth_identity's key to the peer and makes the peer prove it back,
+ *	and a peer that does not is refused. Both are copied.
+ * @encrypt: with @auth_key: encrypt every lane after its handshake, with
+ *	keys both ends derive from it, and refuse a peer that will not
  */
 struct tern_session_opts {
 	unsigned int	nr_lanes;
@@ -268,6 +288,9 @@ struct tern_session_opts {
 	unsigned int	reconnect_max_ms;
 	unsigned int	loss_timeout_ms;
 	unsigned int	connect_timeout_ms;
+	const char	*auth_identity;
+	const u8	*auth_key;
+	bool		encrypt;
 };
 
 /* Values negotiated with the peer. */
@@ -353,5 +376,16 @@ void tern_data_page_free(struct page *page);
 
 int tern_parse_uri(const char *uri, char *scheme, size_t scheme_len,
 		   struct sockaddr_storage *addr);
+
+/* Authentication, Documentation/protocol.rst "Authentication" */
+#define TERN_KEY_PREFIX		"TERNKEY-1:"
+/* "TERNKEY-1:" + base64 of key and CRC32C (48) + ":" */
+#define TERN_KEY_TEXT_LEN	(sizeof(TERN_KEY_PREFIX) - 1 + 48 + 1)
+
+int tern_key_parse(const char *text, size_t len, u8 *key);
+bool tern_identity_valid(const char *s, size_t size);
+const char *tern_session_identity(struct tern_session *sess);
+unsigned int tern_endpoint_close_identity(struct tern_endpoint *ep,
+					  const char *identity);
 
 #endif /* _TERN_TERN_H */

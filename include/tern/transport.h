@@ -85,6 +85,13 @@ struct tern_listener {
 	struct list_head		entry;
 };
 
+/* One direction's traffic keys: AES-128-GCM, nonce = salt | iv ^ seq. */
+struct tern_lane_keys {
+	u8	key[16];
+	u8	salt[4];
+	u8	iv[8];
+};
+
 /**
  * struct tern_transport_ops - a transport registered with the core
  * @entry: the core's registry list
@@ -111,6 +118,12 @@ struct tern_listener {
  *	@req->rdesc into @bvec; report with tern_srv_req_pulled(). Called
  *	from the lane's worker. Return: 0, or a negative errno (no report;
  *	the core drops the lane).
+ * @encrypt: optional: from now on seal what @lane sends (@tx) or open
+ *	what it receives (!@tx) with AES-128-GCM under @keys, records
+ *	numbered from 0. The core calls it for receive from the lane's
+ *	receive path between two frames, and for transmit between two
+ *	frames with nothing queued behind. Return: 0 or a negative errno
+ *	(the core drops the lane). Without it the transport cannot encrypt.
  */
 struct tern_transport_ops {
 	struct list_head	entry;
@@ -126,6 +139,8 @@ struct tern_transport_ops {
 	void	(*shutdown)(struct tern_lane *lane);
 	int	(*pull)(struct tern_lane *lane, struct tern_srv_req *req,
 			const struct bio_vec *bvec, unsigned int nr_bvec);
+	int	(*encrypt)(struct tern_lane *lane,
+			   const struct tern_lane_keys *keys, bool tx);
 };
 
 int tern_transport_register(struct tern_transport_ops *ops);
@@ -188,6 +203,22 @@ static inline struct tern_request *tern_frame_request(struct tern_frame *f)
 	if (f->hdr.type != TERN_WIRE_REQUEST)
 		return NULL;
 	return container_of(f, struct tern_request, frame);
+}
+
+/*
+ * A responder's answer that lets its lane in: a HELLO_ACK without a
+ * challenge, or the AUTH_ACK after one, with status 0. A transport that
+ * keeps accepted lanes small until then may give them their room now.
+ */
+static inline bool tern_frame_admits(const struct tern_frame *f)
+{
+	const struct tern_wire_hello *h = f->front;
+	const struct tern_wire_auth *a = f->front;
+
+	if (f->hdr.type == TERN_WIRE_HELLO_ACK)
+		return h && !h->status &&
+		       !(le32_to_cpu(h->features) & TERN_FEAT_AUTH);
+	return f->hdr.type == TERN_WIRE_AUTH_ACK && a && !a->status;
 }
 
 #endif /* _TERN_TRANSPORT_H */

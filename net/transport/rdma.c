@@ -1473,16 +1473,17 @@ static bool tern_rdma_fill_bufs(struct tern_rdma_lane *tl,
  * recv_depth: it sends nothing else before the HELLO_ACK arrives. When
  * the core answers with a HELLO_ACK that lets the lane in, the lane gets
  * the rest, and the receive buffers are posted before that answer is.
+ * With authentication the lane is let in by the AUTH_ACK, and the two
+ * buffers carry HELLO and AUTH one way, HELLO_ACK and AUTH_ACK the other.
  * A refusal goes out of the buffers there are.
  */
 static int tern_rdma_grow(struct tern_rdma_lane *tl, const struct tern_frame *f)
 {
-	const struct tern_wire_hello *h = f->front;
 	gfp_t gfp = tern_rdma_gfp(tl);
 	unsigned int i;
 	int err;
 
-	if (f->hdr.type != TERN_WIRE_HELLO_ACK || !h || h->status)
+	if (!tern_frame_admits(f))
 		return 0;
 	if (!tern_rdma_fill_bufs(tl, tl->sbufs, TERN_RDMA_PRE_BUFS,
 				 tl->nr_sbufs, DMA_TO_DEVICE, gfp) ||
@@ -2502,6 +2503,29 @@ static void tern_rdma_kick(struct tern_lane *lane)
 	tern_rdma_kick_tl(tl);
 }
 
+/*
+ * An accepted lane closed in its handshake was refused, and the refusal
+ * (a HELLO_ACK or AUTH_ACK with a status) is the last frame the core gave
+ * us: it may still be on its way to the send queue when the core's
+ * teardown starts. Let its runner post it, then give the SEND a moment
+ * to complete (sends there are all signaled), so the peer learns why
+ * instead of seeing a bare disconnect flush it.
+ */
+static void tern_rdma_flush_refusal(struct tern_rdma_lane *tl)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(200);
+
+	if (!tl->accepted || tl->grown || !tl->qp_created)
+		return;
+	while (test_bit(TERN_RDMA_IO_BUSY, &tl->io_flags) &&
+	       time_before(jiffies, end))
+		usleep_range(100, 200);
+	/* acquire pairs with the release in tern_rdma_send_done() */
+	while (smp_load_acquire(&tl->tx_completed) != READ_ONCE(tl->tx_posted) &&
+	       time_before(jiffies, end))
+		usleep_range(100, 200);
+}
+
 static void tern_rdma_shutdown(struct tern_lane *lane)
 {
 	struct tern_rdma_lane *tl = lane->tpriv;
@@ -2511,6 +2535,7 @@ static void tern_rdma_shutdown(struct tern_lane *lane)
 	spin_lock_bh(&tl->lock);
 	WRITE_ONCE(tl->stopped, true);
 	spin_unlock_bh(&tl->lock);
+	tern_rdma_flush_refusal(tl);
 	rdma_disconnect(tl->cm_id);
 	tern_rdma_lane_free(tl);
 	lane->tpriv = NULL;

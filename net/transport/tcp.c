@@ -23,6 +23,13 @@
  * then releases the socket (the core has waited for ->push callers).
  * Listeners accept from a work item queued by the listening socket's
  * sk_data_ready.
+ *
+ * Encryption (->encrypt) is the kernel's TLS record layer (the "tls"
+ * ULP, TLS 1.3 records with AES-128-GCM) with keys the core derived from
+ * its authentication: no TLS handshake, no user space, and NIC kTLS
+ * offload applies where the device offers it. Spliced pages stay
+ * zero-copy up to the record layer, which seals them into its own
+ * buffers.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -30,6 +37,7 @@
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
+#include <linux/tls.h>
 #include <linux/workqueue.h>
 #include <net/ipv6.h>
 #include <net/sock.h>
@@ -84,6 +92,8 @@ struct tern_tcp_lane {
 
 	enum tern_tcp_rx_state	rx_state;
 	size_t			rx_hdr_off;
+	bool			tls;		/* the tls ULP is on the socket */
+	bool			rx_sealed;	/* records are opened by it */
 
 	struct tern_frame	*tx_frame;
 	size_t			tx_off;		/* header+front bytes sent */
@@ -194,7 +204,9 @@ static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
 		 * nothing. Bytes queued after this look wake io_work through
 		 * sk_data_ready, and EOF or errors are found on that run.
 		 */
-		if (skb_queue_empty_lockless(&tl->sock->sk->sk_receive_queue) &&
+		/* opened records wait in the TLS layer, not in the queue */
+		if (!tl->rx_sealed &&
+		    skb_queue_empty_lockless(&tl->sock->sk->sk_receive_queue) &&
 		    !READ_ONCE(tl->sock->sk->sk_err) &&
 		    !(READ_ONCE(tl->sock->sk->sk_shutdown) & RCV_SHUTDOWN))
 			return 0;
@@ -743,6 +755,51 @@ static void tern_tcp_stop_listen(struct tern_listener *lis)
 	kfree(tll);
 }
 
+/*
+ * Seal (@tx) or open what crosses the lane from now on, TLS 1.3 records
+ * with AES-128-GCM under @keys, numbered from 0. Called between frames;
+ * the first call puts the tls ULP on the socket (tls.ko, loaded on
+ * demand by the kernel).
+ */
+static int tern_tcp_encrypt(struct tern_lane *lane,
+			    const struct tern_lane_keys *keys, bool tx)
+{
+	struct tern_tcp_lane *tl = lane->tpriv;
+	struct tls12_crypto_info_aes_gcm_128 ci = {
+		.info.version = TLS_1_3_VERSION,
+		.info.cipher_type = TLS_CIPHER_AES_GCM_128,
+	};
+	struct socket *sock = tl->sock;
+	int err;
+
+	BUILD_BUG_ON(sizeof(ci.key) != sizeof(keys->key) ||
+		     sizeof(ci.salt) != sizeof(keys->salt) ||
+		     sizeof(ci.iv) != sizeof(keys->iv));
+	if (!tl->tls) {
+		err = sock->ops->setsockopt(sock, SOL_TCP, TCP_ULP,
+					    KERNEL_SOCKPTR("tls"), 3);
+		if (err) {
+			pr_warn_ratelimited("%s: cannot put the tls ULP on the socket, is tls.ko there? (%d)\n",
+					    tern_lane_name(lane), err);
+			return err;
+		}
+		tl->tls = true;
+	}
+	memcpy(ci.key, keys->key, sizeof(ci.key));
+	memcpy(ci.salt, keys->salt, sizeof(ci.salt));
+	memcpy(ci.iv, keys->iv, sizeof(ci.iv));
+	err = sock->ops->setsockopt(sock, SOL_TLS, tx ? TLS_TX : TLS_RX,
+				    KERNEL_SOCKPTR(&ci), sizeof(ci));
+	memzero_explicit(&ci, sizeof(ci));
+	if (err)
+		pr_warn_ratelimited("%s: cannot install the %s keys (%d)\n",
+				    tern_lane_name(lane), tx ? "transmit" :
+				    "receive", err);
+	else if (!tx)
+		tl->rx_sealed = true;
+	return err;
+}
+
 static struct tern_transport_ops tern_tcp_ops = {
 	.name		= "tcp",
 	.owner		= THIS_MODULE,
@@ -753,6 +810,7 @@ static struct tern_transport_ops tern_tcp_ops = {
 	.push		= tern_tcp_push,
 	.push_sleeps	= true,
 	.shutdown	= tern_tcp_shutdown,
+	.encrypt	= tern_tcp_encrypt,
 };
 
 static int __init tern_tcp_init(void)

@@ -17,7 +17,7 @@
 #   BENCH_QUEUES [CPUs]     tern lanes = nvme nr_io_queues = null_blk queues
 #   BENCH_QUEUE_DEPTH [128] requests per hardware queue, every device
 #   BENCH_GB [1]            size of the null_blk device, GiB
-#   BENCH_DEVICES           subset, e.g. "tern-tcp nvme-tcp" [all six]
+#   BENCH_DEVICES           subset, e.g. "tern-tcp nvme-tcp" [all eight]
 #   BENCH_WORKLOADS         subset of workload names [all seven]
 #   BENCH_PROFILE [0]       N > 0: after the measured rounds, one more
 #                           run per device and workload under perf record
@@ -64,7 +64,9 @@ workloads=(
 	"256k-randread-qd16-j1 randread 256k 16 1"
 	"256k-randwrite-qd16-j1 randwrite 256k 16 1"
 )
-all_devices=(tern-tcp nvme-tcp tern-rdma nvme-rdma nvme-loop local)
+# tern-tcp-auth: authenticated; tern-tcp-enc: authenticated and encrypted
+all_devices=(tern-tcp tern-tcp-auth tern-tcp-enc nvme-tcp tern-rdma nvme-rdma
+	     nvme-loop local)
 read -r -a devices <<< "${BENCH_DEVICES:-${all_devices[*]}}"
 declare -A path
 nvme_ctrls=()
@@ -114,6 +116,7 @@ cleanup() {
 		"$ternadm" target port del "bench-$p" 2>/dev/null
 	done
 	"$ternadm" target export del bench 2>/dev/null
+	"$ternadm" target host del bench-host 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -131,14 +134,20 @@ setup_backend() {
 	path[local]=/dev/nullb0
 }
 
+# tern_map TRANSPORT ADDRESS [NAME MAP-OPTIONS...]: a port for the
+# transport, once, and the export mapped through it as device NAME
+# (default tern-TRANSPORT)
 tern_map() {
-	local t=$1 addr=$2 dev
-	"$ternadm" target port add "bench-$t" "$t://$addr:$tern_port"
-	"$ternadm" target link "bench-$t" bench
+	local t=$1 addr=$2 name=${3:-tern-$1} dev
+	shift 3 || shift 2
+	[ -d "/sys/kernel/config/tern/ports/bench-$t" ] || {
+		"$ternadm" target port add "bench-$t" "$t://$addr:$tern_port"
+		"$ternadm" target link "bench-$t" bench
+	}
 	dev=$("$ternadm" map "$t://$addr:$tern_port/bench" --lanes "$queues" \
-	      --queue-depth "$qdepth")
+	      --queue-depth "$qdepth" "$@")
 	tern_devs+=("$dev")
-	path[tern-$t]=$dev
+	path[$name]=$dev
 }
 
 # BENCH_PARAMS: MODULE.PARAM=VALUE words, written to sysfs.
@@ -155,6 +164,11 @@ set_params() {
 }
 
 setup_tern() {
+	# A host's udev loads the CPU's AES-NI and CLMUL ciphers at boot (by
+	# the CPU's modalias); the guest has no coldplug, and without them
+	# the kernel's TLS seals with the generic C AES
+	modprobe -q aesni_intel || true
+	modprobe -q ghash-clmulni-intel || true
 	modprobe tern_tcp
 	modprobe tern_target
 	modprobe tern_blk
@@ -165,6 +179,19 @@ setup_tern() {
 	"$ternadm" target export add bench /dev/nullb0
 	if wanted tern-tcp; then
 		tern_map tcp 127.0.0.1
+	fi
+	# the same port and export, as a host that proves its key
+	if wanted tern-tcp-auth || wanted tern-tcp-enc; then
+		"$ternadm" key generate --out "$tmp/key"
+		"$ternadm" target host add bench-host --key-file "$tmp/key"
+	fi
+	if wanted tern-tcp-auth; then
+		tern_map tcp 127.0.0.1 tern-tcp-auth --host bench-host \
+			--key-file "$tmp/key"
+	fi
+	if wanted tern-tcp-enc; then
+		tern_map tcp 127.0.0.1 tern-tcp-enc --host bench-host \
+			--key-file "$tmp/key" --encrypt
 	fi
 	if wanted tern-rdma; then
 		tern_map rdma "$(rdma_addr)"

@@ -6,18 +6,27 @@
  *
  * The URI and the options become tern_blk's option string; the kernel
  * answers with the new device's name, which is printed as /dev/ternN.
+ *
+ * With --key-file the key is loaded into our process keyring as a "logon"
+ * key first, and the option string names it (key=tern:HOSTID), so the
+ * secret is on no command line and in no option string; --key names a
+ * key the user loaded with keyctl instead.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
+#include <linux/keyctl.h>
 #include "ternadm.h"
 
 #define OPTS_MAX	1024	/* tern_blk's longest option string, with NUL */
 #define MAX_LOSS_TIMEOUT 86400
 #define BDEV_WAIT_MS	2000	/* for udev or devtmpfs to make the node */
+#define KEY_DESC_PREFIX	"tern:"	/* logon keys need a "prefix:" */
 
 static const char *const map_help[] = {
 	"",
@@ -33,6 +42,18 @@ static const char *const map_help[] = {
 	"  --host ID          host id sent to the target (default: the nodename)",
 	"  --loss-timeout SEC seconds without a connection before I/O fails,",
 	"                     1..86400 (default 60)",
+	"  --key-file FILE    authenticate with the key in FILE (ternadm key",
+	"                     generate): loaded into the process keyring as logon",
+	"                     key tern:HOSTID, HOSTID the --host value or",
+	"                     the node name, which is sent as the host id",
+	"  --key DESC         authenticate with the key already in the keyring",
+	"                     under description DESC (keyctl add logon ...)",
+	"  --encrypt          encrypt the connections (TCP; needs a key)",
+	"",
+	"--key-file and --key exclude each other. With either, the target and",
+	"this host prove to each other that they hold the host id's key.",
+	"With --encrypt, everything after that proof travels sealed with",
+	"AES-GCM under keys both sides derive from it.",
 	"",
 	"Prints the new device, /dev/ternN.",
 };
@@ -53,6 +74,9 @@ enum {
 	OPT_READ_ONLY,
 	OPT_HOST,
 	OPT_LOSS_TIMEOUT,
+	OPT_KEY_FILE,
+	OPT_KEY,
+	OPT_ENCRYPT,
 	OPT_HELP,
 	OPT_END,
 };
@@ -66,6 +90,9 @@ static const struct option map_opts[] = {
 	{ "read-only",		no_argument,	   NULL, OPT_READ_ONLY },
 	{ "host",		required_argument, NULL, OPT_HOST },
 	{ "loss-timeout",	required_argument, NULL, OPT_LOSS_TIMEOUT },
+	{ "key-file",		required_argument, NULL, OPT_KEY_FILE },
+	{ "key",		required_argument, NULL, OPT_KEY },
+	{ "encrypt",		no_argument,	   NULL, OPT_ENCRYPT },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -84,8 +111,27 @@ struct map_args {
 	u64		loss_timeout;
 	bool		crc;
 	bool		read_only;
+	bool		encrypt;
 	const char	*host;
+	const char	*key_file;
+	const char	*key;		/* a keyring key's description */
+	char		host_id[NAME_MAX_LEN];	/* with key_file */
+	char		key_desc[sizeof(KEY_DESC_PREFIX) + NAME_MAX_LEN];
 };
+
+/*
+ * A key description as the option string can carry it: printable, no
+ * blanks, no ',' (which separates options).
+ */
+static bool valid_key_desc(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s <= ' ' || *s >= 0x7f || *s == ',')
+			return false;
+	return true;
+}
 
 static int map_getopt(int argc, char **argv, struct map_args *a)
 {
@@ -122,6 +168,9 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 		case OPT_READ_ONLY:
 			a->read_only = true;
 			break;
+		case OPT_ENCRYPT:
+			a->encrypt = true;
+			break;
 		case OPT_HOST:
 			if (!valid_name(optarg))
 				return bad_value("host", optarg,
@@ -133,6 +182,23 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 				      &a->loss_timeout))
 				return bad_value("loss-timeout", optarg,
 						 "seconds, 1..86400");
+			break;
+		case OPT_KEY_FILE:
+			if (!optarg[0])
+				return bad_value("key-file", optarg,
+						 "a file name");
+			a->key_file = optarg;
+			break;
+		case OPT_KEY:
+			/* a secret must not travel on to the option string */
+			if (!strncmp(optarg, "TERNKEY-", 8)) {
+				ternadm_err("map: --key takes the description of a keyring key, not a key; use --key-file");
+				return EXIT_USAGE;
+			}
+			if (!valid_key_desc(optarg))
+				return bad_value("key", optarg,
+						 "a key description without blanks or ','");
+			a->key = optarg;
 			break;
 		case OPT_HELP:
 			map_usage(stdout);
@@ -149,6 +215,14 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 			ternadm_err("map: exactly one URI expected");
 		return EXIT_USAGE;
 	}
+	if (a->key_file && a->key) {
+		ternadm_err("map: --key-file and --key exclude each other");
+		return EXIT_USAGE;
+	}
+	if (a->encrypt && !a->key_file && !a->key) {
+		ternadm_err("map: --encrypt needs --key-file or --key: the keys come from the authentication");
+		return EXIT_USAGE;
+	}
 	why = parse_uri(argv[optind], true, &a->uri);
 	if (why) {
 		ternadm_err("map: bad URI '%s': %s", argv[optind], why);
@@ -157,18 +231,71 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 	return EXIT_OK;
 }
 
+/*
+ * The host id that authenticates: --host, else what tern_blk takes by
+ * default, the node name if it is a valid id, else "unknown". It is
+ * passed as host= too: the kernel's node name is that of the initial UTS
+ * namespace, which need not be ours, and the key's description must
+ * name the id the kernel authenticates as.
+ */
+static void map_host_id(struct map_args *a)
+{
+	const char *id = "unknown";
+	struct utsname uts;
+
+	if (a->host)
+		id = a->host;
+	else if (!uname(&uts) && valid_name(uts.nodename))
+		id = uts.nodename;
+	/* valid_name() bounds it */
+	memcpy(a->host_id, id, strlen(id) + 1);
+	a->host = a->host_id;
+	snprintf(a->key_desc, sizeof(a->key_desc), KEY_DESC_PREFIX "%s",
+		 a->host_id);
+	a->key = a->key_desc;
+}
+
+/*
+ * Load @text into our process keyring as a logon key: the kernel can
+ * read it, no process can, and it goes when we exit; the mapped device
+ * keeps what it needs of it.
+ */
+static int map_load_key(const char *desc, const char *text)
+{
+	const char *hint = "";
+	long id;
+
+	id = syscall(SYS_add_key, "logon", desc, text, strlen(text),
+		     KEY_SPEC_PROCESS_KEYRING);
+	if (id >= 0)
+		return 0;
+	if (errno == EOPNOTSUPP)
+		hint = " (a kernel without CONFIG_KEYS?)";
+	else if (errno == EDQUOT)
+		hint = " (the user's key quota is used up)";
+	ternadm_err("map: cannot load the key into the process keyring as %s: %s%s",
+		    desc, strerror(errno), hint);
+	return -1;
+}
+
 /* tern_blk's option string; -1 when it would not fit in @len. */
 static int map_opts_string(const struct map_args *a, char *buf, size_t len)
 {
 	const struct tern_uri *u = &a->uri;
 	int n;
 
-	n = snprintf(buf, len, "transport=%s,address=%s,service=%u,export=%s%s%s%s%s",
+	n = snprintf(buf, len, "transport=%s,address=%s,service=%u,export=%s%s%s%s%s%s",
 		     u->scheme, u->address, u->port, u->path,
 		     a->host ? ",host=" : "", a->host ?: "",
 		     a->crc ? ",crc=1" : "",
-		     a->read_only ? ",read_only=1" : "");
+		     a->read_only ? ",read_only=1" : "",
+		     a->encrypt ? ",encrypt=1" : "");
 	if (n < 0 || (size_t)n >= len)
+		return -1;
+	/* the key's description; the secret stays in the keyring */
+	if (a->key)
+		n += snprintf(buf + n, len - n, ",key=%s", a->key);
+	if ((size_t)n >= len)
 		return -1;
 	if (a->lanes)
 		n += snprintf(buf + n, len - n, ",lanes=%llu",
@@ -182,19 +309,24 @@ static int map_opts_string(const struct map_args *a, char *buf, size_t len)
 	return (size_t)n < len ? 0 : -1;
 }
 
-static const char *map_strerror(int err)
+/* What an error of the kernel means for a map, after strerror()'s words. */
+static const char *map_hint(int err)
 {
 	switch (err) {
 	case EINVAL:
-		return "invalid argument (the kernel log says which)";
+		return " (the kernel log says which)";
 	case EPROTONOSUPPORT:
-		return "no such transport (is its module loaded?)";
+		return ": no such transport, or it cannot encrypt (tcp only)";
 	case ENOENT:
-		return "no such export on the target";
+		return ": no such export on the target";
 	case EACCES:
-		return "the target does not allow this host";
+		return ": refused by the target (host id, or it requires a key or encryption)";
+	case ENOKEY:
+		return ": no such key here, or the target has none for the host id or wants one";
+	case EKEYREJECTED:
+		return ": the keys do not match, or the target does not authenticate or encrypt";
 	default:
-		return strerror(err);
+		return "";
 	}
 }
 
@@ -215,7 +347,7 @@ static void wait_bdev(const char *name)
 
 int map_main(int argc, char **argv)
 {
-	char opts[OPTS_MAX], name[64];
+	char opts[OPTS_MAX], name[64], key[KEY_TEXT_LEN + 1];
 	struct map_args a;
 	ssize_t n;
 	int fd, ret;
@@ -223,21 +355,37 @@ int map_main(int argc, char **argv)
 	ret = map_getopt(argc, argv, &a);
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;
+	if (a.key_file) {
+		if (key_read_file("map", a.key_file, key))
+			return EXIT_FAILED;
+		map_host_id(&a);
+	}
 	if (map_opts_string(&a, opts, sizeof(opts))) {
 		ternadm_err("map: the option string is longer than %d bytes",
 			    OPTS_MAX - 1);
-		return EXIT_USAGE;
+		ret = EXIT_USAGE;
+		goto wipe;
 	}
 	fd = open(BLK_CTL_DEVICE, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		ternadm_err("cannot open %s: %s%s", BLK_CTL_DEVICE,
 			    strerror(errno),
 			    errno == ENOENT ? " (is tern_blk loaded?)" : "");
-		return EXIT_FAILED;
+		ret = EXIT_FAILED;
+		goto wipe;
+	}
+	if (a.key_file) {
+		ret = map_load_key(a.key_desc, key);
+		explicit_bzero(key, sizeof(key));
+		if (ret) {
+			close(fd);
+			return EXIT_FAILED;
+		}
 	}
 	n = write(fd, opts, strlen(opts));
 	if (n < 0) {
-		ternadm_err("map %s: %s", argv[argc - 1], map_strerror(errno));
+		ternadm_err("map %s: %s%s", argv[argc - 1], strerror(errno),
+			    map_hint(errno));
 		close(fd);
 		return EXIT_FAILED;
 	}
@@ -254,4 +402,9 @@ int map_main(int argc, char **argv)
 	wait_bdev(name);
 	printf("/dev/%s\n", name);
 	return EXIT_OK;
+
+wipe:
+	if (a.key_file)
+		explicit_bzero(key, sizeof(key));
+	return ret;
 }

@@ -3,16 +3,24 @@
  * ternadm target: configure tern_target through configfs.
  *
  *   ternadm target export add NAME PATH [--read-only] [--allowed-hosts H,..]
+ *                                     [--require-auth]
  *   ternadm target export del NAME
  *   ternadm target port add NAME URI [--max-lanes N] [--max-queue-depth N]
+ *                                  [--require-auth] [--require-encrypt]
  *   ternadm target port del NAME
  *   ternadm target link PORT EXPORT
  *   ternadm target unlink PORT EXPORT
+ *   ternadm target host add NAME --key-file FILE
+ *   ternadm target host del NAME
+ *   ternadm target host list
+ *   ternadm target host key NAME --key-file FILE|--clear
  *   ternadm target show [--json]
  *
  * Everything is checked before anything is created. An add sets the
  * attributes, then enables; when a step fails, what was made is undone.
- * A del disables first, then removes.
+ * A del disables first, then removes. A host is a client identity with
+ * its authentication key; the key is written to configfs and never
+ * printed, and reading it back only says whether one is set.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -40,14 +48,23 @@ static const char *const target_help[] = {
 	"export add options:",
 	"  --read-only            refuse writes from every client",
 	"  --allowed-hosts H1,H2  only these host ids may map it (at most 16)",
+	"  --require-auth         only clients that authenticate may map it",
 	"",
 	"port add options (caps on what each session negotiates):",
 	"  --max-lanes N          lanes per session, 1..64 (default 64)",
 	"  --max-queue-depth N    requests in flight per session, 1..256",
 	"                         (default 256)",
+	"  --require-auth         refuse connections that do not authenticate",
+	"  --require-encrypt      refuse connections that do not encrypt (tcp)",
 	"",
 	"export del refuses an export still linked to a port; port del",
 	"removes the port's links.",
+	"",
+	"A host is a client's host id (its map --host, by default its node",
+	"name) with the key it authenticates with, from ternadm key generate.",
+	"host add creates it with the key in FILE; host key replaces the key,",
+	"or with --clear revokes it; host del removes the host and its key.",
+	"host list prints each host and whether it has a key.",
 };
 
 void target_usage(FILE *out)
@@ -56,15 +73,22 @@ void target_usage(FILE *out)
 
 	fprintf(out, "usage: %s target export add NAME PATH [--read-only]\n",
 		ternadm_prog);
-	fprintf(out, "                 [--allowed-hosts H1,H2]\n");
+	fprintf(out, "                 [--allowed-hosts H1,H2] [--require-auth]\n");
 	fprintf(out, "       %s target export del NAME\n", ternadm_prog);
 	fprintf(out, "       %s target export resize NAME\n", ternadm_prog);
 	fprintf(out, "       %s target port add NAME URI [--max-lanes N]\n",
 		ternadm_prog);
-	fprintf(out, "                 [--max-queue-depth N]\n");
+	fprintf(out, "                 [--max-queue-depth N] [--require-auth]\n");
+	fprintf(out, "                 [--require-encrypt]\n");
 	fprintf(out, "       %s target port del NAME\n", ternadm_prog);
 	fprintf(out, "       %s target link PORT EXPORT\n", ternadm_prog);
 	fprintf(out, "       %s target unlink PORT EXPORT\n", ternadm_prog);
+	fprintf(out, "       %s target host add NAME --key-file FILE\n",
+		ternadm_prog);
+	fprintf(out, "       %s target host del NAME\n", ternadm_prog);
+	fprintf(out, "       %s target host list\n", ternadm_prog);
+	fprintf(out, "       %s target host key NAME --key-file FILE|--clear\n",
+		ternadm_prog);
 	fprintf(out, "       %s target show [--json]\n", ternadm_prog);
 	for (i = 0; i < ARRAY_SIZE(target_help); i++)
 		fprintf(out, "%s\n", target_help[i]);
@@ -217,18 +241,23 @@ enum {
 	OPT_ALLOWED_HOSTS,
 	OPT_MAX_LANES,
 	OPT_MAX_QUEUE_DEPTH,
+	OPT_REQUIRE_AUTH,
+	OPT_REQUIRE_ENCRYPT,
+	OPT_KEY_FILE,
+	OPT_CLEAR,
 };
 
 static const struct option export_add_opts[] = {
 	{ "read-only",		no_argument,	   NULL, OPT_READ_ONLY },
 	{ "allowed-hosts",	required_argument, NULL, OPT_ALLOWED_HOSTS },
+	{ "require-auth",	no_argument,	   NULL, OPT_REQUIRE_AUTH },
 	{ NULL, 0, NULL, 0 },
 };
 
 static int export_add(int argc, char **argv)
 {
 	char hosts[ATTR_MAX] = "";
-	bool read_only = false, have_hosts = false;
+	bool read_only = false, have_hosts = false, require_auth = false;
 	const char *name, *path;
 	struct stat st;
 	int c;
@@ -248,6 +277,9 @@ static int export_add(int argc, char **argv)
 			have_hosts = true;
 			if (parse_hosts(optarg, hosts, sizeof(hosts)))
 				return EXIT_USAGE;
+			break;
+		case OPT_REQUIRE_AUTH:
+			require_auth = true;
 			break;
 		case '?':
 		default:
@@ -282,6 +314,8 @@ static int export_add(int argc, char **argv)
 	    target_set("export", name, "read_only", read_only ? "1" : "0") ||
 	    (have_hosts &&
 	     target_set("export", name, "allowed_hosts", hosts)) ||
+	    (require_auth &&
+	     target_set("export", name, "require_auth", "1")) ||
 	    target_set("export", name, "enable", "1")) {
 		target_undo("export", name);
 		return EXIT_FAILED;
@@ -436,6 +470,8 @@ static int export_resize(int argc, char **argv)
 static const struct option port_add_opts[] = {
 	{ "max-lanes",		required_argument, NULL, OPT_MAX_LANES },
 	{ "max-queue-depth",	required_argument, NULL, OPT_MAX_QUEUE_DEPTH },
+	{ "require-auth",	no_argument,	   NULL, OPT_REQUIRE_AUTH },
+	{ "require-encrypt",	no_argument,	   NULL, OPT_REQUIRE_ENCRYPT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -462,6 +498,7 @@ static int port_add(int argc, char **argv)
 {
 	char num[16], lanes[16] = "", depth[16] = "";
 	const char *why, *name;
+	bool require_auth = false, require_encrypt = false;
 	struct tern_uri u;
 	int c;
 
@@ -478,6 +515,12 @@ static int port_add(int argc, char **argv)
 			if (port_cap("max-queue-depth", optarg,
 				     PORT_MAX_QDEPTH, depth, sizeof(depth)))
 				return EXIT_USAGE;
+			break;
+		case OPT_REQUIRE_AUTH:
+			require_auth = true;
+			break;
+		case OPT_REQUIRE_ENCRYPT:
+			require_encrypt = true;
 			break;
 		case '?':
 		default:
@@ -505,6 +548,9 @@ static int port_add(int argc, char **argv)
 	    target_set("port", name, "service", num) ||
 	    (lanes[0] && target_set("port", name, "max_lanes", lanes)) ||
 	    (depth[0] && target_set("port", name, "max_queue_depth", depth)) ||
+	    (require_auth && target_set("port", name, "require_auth", "1")) ||
+	    (require_encrypt &&
+	     target_set("port", name, "require_encrypt", "1")) ||
 	    target_set("port", name, "enable", "1")) {
 		target_undo("port", name);
 		return EXIT_FAILED;
@@ -607,6 +653,212 @@ static int target_link(int argc, char **argv, bool add)
 	return EXIT_OK;
 }
 
+/* ---- hosts ---- */
+
+/* tern_target has hosts, that is authentication; else say so. */
+static int hosts_root(void)
+{
+	char path[PATH_MAX];
+
+	if (target_root())
+		return -1;
+	cfs_path(path, "hosts");
+	if (is_dir(path))
+		return 0;
+	ternadm_err("target: no %s/hosts (tern_target without authentication?)",
+		    TARGET_CFS);
+	return -1;
+}
+
+/*
+ * Write @text, a checked key or "\n" to revoke, to hosts/@name/key. The
+ * key is never part of a message. 0, or -1 after saying why.
+ */
+static int host_set_key(const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	int err;
+
+	cfs_path(path, "hosts/%s/key", name);
+	err = write_attr(path, text);
+	if (!err)
+		return 0;
+	ternadm_err("target: host %s: cannot %s its key: %s%s", name,
+		    text[0] == '\n' ? "clear" : "set", strerror(-err),
+		    kernel_says(-err));
+	return -1;
+}
+
+static bool host_has_key(const char *name)
+{
+	char path[PATH_MAX], buf[16];
+
+	cfs_path(path, "hosts/%s/key", name);
+	return !read_attr(path, buf, sizeof(buf)) && !strcmp(buf, "set");
+}
+
+static const struct option host_key_opts[] = {
+	{ "key-file",		required_argument, NULL, OPT_KEY_FILE },
+	{ "clear",		no_argument,	   NULL, OPT_CLEAR },
+	{ NULL, 0, NULL, 0 },
+};
+
+/*
+ * `target host add|key NAME --key-file FILE` (and for key, --clear):
+ * the key read and checked into @key, or @key "\n" for --clear.
+ */
+static int host_key_args(int argc, char **argv, const char *cmd, bool add,
+			 char *key)
+{
+	const char *file = NULL;
+	bool clear = false;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", host_key_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_KEY_FILE:
+			if (file) {
+				ternadm_err("%s: --key-file given twice", cmd);
+				return EXIT_USAGE;
+			}
+			file = optarg;
+			break;
+		case OPT_CLEAR:
+			if (add)
+				return bad_option(cmd, argv);
+			clear = true;
+			break;
+		case '?':
+		default:
+			return bad_option(cmd, argv);
+		}
+	}
+	if (argc - optind != 1) {
+		ternadm_err("%s: expected NAME", cmd);
+		return EXIT_USAGE;
+	}
+	if (check_name("host", argv[optind]))
+		return EXIT_USAGE;
+	if (file && clear) {
+		ternadm_err("%s: --key-file and --clear exclude each other",
+			    cmd);
+		return EXIT_USAGE;
+	}
+	if (!file && !clear) {
+		ternadm_err("%s: expected --key-file FILE%s", cmd,
+			    add ? "" : " or --clear");
+		return EXIT_USAGE;
+	}
+	if (clear) {
+		snprintf(key, 2, "\n");
+		return EXIT_OK;
+	}
+	if (!file[0]) {
+		ternadm_err("%s: empty --key-file", cmd);
+		return EXIT_USAGE;
+	}
+	if (key_read_file(cmd, file, key))
+		return EXIT_FAILED;
+	return EXIT_OK;
+}
+
+/* A new host with its key; on a failure nothing of it remains. */
+static int host_add(int argc, char **argv)
+{
+	char key[KEY_TEXT_LEN + 1], path[PATH_MAX];
+	const char *name;
+	int rc;
+
+	rc = host_key_args(argc, argv, "target host add", true, key);
+	if (rc != EXIT_OK)
+		return rc;
+	name = argv[optind];
+	rc = EXIT_FAILED;
+	if (hosts_root() || target_mkdir("host", name))
+		goto out;
+	if (host_set_key(name, key)) {
+		cfs_path(path, "hosts/%s", name);
+		if (rmdir(path))
+			ternadm_err("target: could not remove %s: %s", path,
+				    strerror(errno));
+		goto out;
+	}
+	rc = EXIT_OK;
+out:
+	explicit_bzero(key, sizeof(key));
+	return rc;
+}
+
+/* Replace the key of a host, or revoke it. */
+static int host_key(int argc, char **argv)
+{
+	char key[KEY_TEXT_LEN + 1];
+	int rc;
+
+	rc = host_key_args(argc, argv, "target host key", false, key);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = EXIT_FAILED;
+	if (!hosts_root() && !target_exists("host", argv[optind]) &&
+	    !host_set_key(argv[optind], key))
+		rc = EXIT_OK;
+	explicit_bzero(key, sizeof(key));
+	return rc;
+}
+
+/* Remove a host; its key is revoked with it. */
+static int host_del(int argc, char **argv)
+{
+	char path[PATH_MAX];
+
+	if (argc != 2 || argv[1][0] == '-') {
+		ternadm_err("target host del: expected NAME");
+		return EXIT_USAGE;
+	}
+	if (check_name("host", argv[1]))
+		return EXIT_USAGE;
+	if (hosts_root() || target_exists("host", argv[1]))
+		return EXIT_FAILED;
+	cfs_path(path, "hosts/%s", argv[1]);
+	if (rmdir(path)) {
+		ternadm_err("target: cannot remove host %s: %s", argv[1],
+			    strerror(errno));
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+/* Each host and whether it has a key, one per line. */
+static int host_list(int argc, char **argv)
+{
+	struct dirent **names;
+	char path[PATH_MAX];
+	int i, nr;
+
+	if (argc != 1) {
+		ternadm_err("target host list: unexpected '%s'", argv[1]);
+		return EXIT_USAGE;
+	}
+	if (hosts_root())
+		return EXIT_FAILED;
+	cfs_path(path, "hosts");
+	names = list_dir(path, &nr);
+	if (nr < 0) {
+		ternadm_err("target: cannot read %s: %s", path,
+			    strerror(errno));
+		return EXIT_FAILED;
+	}
+	for (i = 0; i < nr; i++)
+		if (names[i]->d_name[0] != '.')
+			printf("%-16s %s\n", names[i]->d_name,
+			       host_has_key(names[i]->d_name) ?
+			       "key set" : "no key");
+	free_dir(names, nr);
+	return EXIT_OK;
+}
+
 /* ---- show ---- */
 
 struct show_ctx {
@@ -624,22 +876,29 @@ static void show_attr(const char *kind, const char *name, const char *attr,
 		buf[0] = '\0';
 }
 
+/* require_auth in text; a kernel without the attribute requires none */
+static const char *auth_word(const char *require_auth)
+{
+	return require_auth[0] == '1' ? "auth-required" : "auth-optional";
+}
+
 static void show_export(const char *name, bool json, bool first)
 {
-	char dev[ATTR_MAX], ro[8], en[8], hosts[ATTR_MAX], *p, *tok;
+	char dev[ATTR_MAX], ro[8], en[8], auth[8], hosts[ATTR_MAX], *p, *tok;
 	struct json j;
 
 	show_attr("export", name, "device_path", dev, sizeof(dev));
 	show_attr("export", name, "read_only", ro, sizeof(ro));
+	show_attr("export", name, "require_auth", auth, sizeof(auth));
 	show_attr("export", name, "enable", en, sizeof(en));
 	show_attr("export", name, "allowed_hosts", hosts, sizeof(hosts));
 	if (!json) {
 		for (p = hosts; (p = strchr(p, '\n')); )
 			*p = ',';
-		printf("export %-16s %-32s %-8s %-10s hosts %s\n", name,
+		printf("export %-16s %-32s %-8s %-10s %s hosts %s\n", name,
 		       dev[0] ? dev : "-", en[0] == '1' ? "enabled" : "disabled",
 		       ro[0] == '1' ? "read-only" : "read-write",
-		       hosts[0] ? hosts : "any");
+		       auth_word(auth), hosts[0] ? hosts : "any");
 		return;
 	}
 	fputs(first ? "\n" : ",\n", stdout);
@@ -647,6 +906,7 @@ static void show_export(const char *name, bool json, bool first)
 	json_str(&j, "name", name);
 	json_str(&j, "device_path", dev);
 	json_bool(&j, "read_only", ro[0] == '1');
+	json_bool(&j, "require_auth", auth[0] == '1');
 	json_bool(&j, "enabled", en[0] == '1');
 	json_key(&j, "allowed_hosts");
 	fputc('[', stdout);
@@ -682,7 +942,7 @@ static int show_link(const struct link_info *l, void *arg)
 static void show_port(const char *name, bool json, bool first)
 {
 	char tr[16], addr[64], host[72], svc[16], en[8], uri[128];
-	char lanes[16], depth[16];
+	char lanes[16], depth[16], auth[8], enc[8];
 	struct show_ctx c = { .json = json };
 	struct json j;
 
@@ -691,12 +951,15 @@ static void show_port(const char *name, bool json, bool first)
 	show_attr("port", name, "service", svc, sizeof(svc));
 	show_attr("port", name, "max_lanes", lanes, sizeof(lanes));
 	show_attr("port", name, "max_queue_depth", depth, sizeof(depth));
+	show_attr("port", name, "require_auth", auth, sizeof(auth));
+	show_attr("port", name, "require_encrypt", enc, sizeof(enc));
 	show_attr("port", name, "enable", en, sizeof(en));
 	if (!json) {
 		uri_host(host, sizeof(host), addr[0] ? addr : "-");
 		snprintf(uri, sizeof(uri), "%s://%s:%s", tr, host, svc);
-		printf("port   %-16s %-32s %-8s exports", name, uri,
-		       en[0] == '1' ? "enabled" : "disabled");
+		printf("port   %-16s %-32s %-8s %s%s exports", name, uri,
+		       en[0] == '1' ? "enabled" : "disabled", auth_word(auth),
+		       enc[0] == '1' ? " encrypt-required" : "");
 		walk_links(name, show_link, &c);
 		printf("%s\n", c.nr ? "" : " -");
 		return;
@@ -710,6 +973,8 @@ static void show_port(const char *name, bool json, bool first)
 	/* 0: no cap of the port's own */
 	json_u64(&j, "max_lanes", strtoull(lanes, NULL, 10));
 	json_u64(&j, "max_queue_depth", strtoull(depth, NULL, 10));
+	json_bool(&j, "require_auth", auth[0] == '1');
+	json_bool(&j, "require_encrypt", enc[0] == '1');
 	json_bool(&j, "enabled", en[0] == '1');
 	json_key(&j, "exports");
 	fputc('[', stdout);
@@ -718,13 +983,34 @@ static void show_port(const char *name, bool json, bool first)
 	json_close(&j);
 }
 
+/* A host and whether it has a key; the key itself is not readable. */
+static void show_host(const char *name, bool json, bool first)
+{
+	bool key = host_has_key(name);
+	struct json j;
+
+	if (!json) {
+		printf("host   %-16s %s\n", name, key ? "key set" : "no key");
+		return;
+	}
+	fputs(first ? "\n" : ",\n", stdout);
+	json_begin(&j, stdout);
+	json_str(&j, "name", name);
+	json_bool(&j, "key_set", key);
+	json_close(&j);
+}
+
 static int target_show(int argc, char **argv)
 {
-	static const char *const kinds[] = { "export", "port" };
+	static void (*const show[])(const char *name, bool json,
+				    bool first) = {
+		show_export, show_port, show_host,
+	};
+	static const char *const kinds[] = { "export", "port", "host" };
 	struct dirent **names;
 	char path[PATH_MAX];
 	bool json = false, first;
-	int i, k, nr;
+	int i, k, nr, nr_kinds;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
@@ -736,9 +1022,12 @@ static int target_show(int argc, char **argv)
 	}
 	if (target_root())
 		return EXIT_FAILED;
+	/* hosts only where tern_target authenticates */
+	cfs_path(path, "hosts");
+	nr_kinds = is_dir(path) ? 3 : 2;
 	if (json)
 		fputc('{', stdout);
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < nr_kinds; k++) {
 		cfs_path(path, "%ss", kinds[k]);
 		names = list_dir(path, &nr);
 		if (json)
@@ -747,10 +1036,7 @@ static int target_show(int argc, char **argv)
 		for (i = 0; i < nr; i++) {
 			if (names[i]->d_name[0] == '.')
 				continue;
-			if (k)
-				show_port(names[i]->d_name, json, first);
-			else
-				show_export(names[i]->d_name, json, first);
+			show[k](names[i]->d_name, json, first);
 			first = false;
 		}
 		if (json)
@@ -773,6 +1059,20 @@ static int target_export(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "resize"))
 		return export_resize(argc - 1, argv + 1);
 	ternadm_err("target export: expected add, del or resize");
+	return EXIT_USAGE;
+}
+
+static int target_host(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "add"))
+		return host_add(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "del"))
+		return host_del(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "list"))
+		return host_list(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "key"))
+		return host_key(argc - 1, argv + 1);
+	ternadm_err("target host: expected add, del, list or key");
 	return EXIT_USAGE;
 }
 
@@ -799,6 +1099,8 @@ int target_main(int argc, char **argv)
 		return target_export(argc - 1, argv + 1);
 	if (!strcmp(cmd, "port"))
 		return target_port(argc - 1, argv + 1);
+	if (!strcmp(cmd, "host"))
+		return target_host(argc - 1, argv + 1);
 	if (!strcmp(cmd, "link"))
 		return target_link(argc - 1, argv + 1, true);
 	if (!strcmp(cmd, "unlink"))

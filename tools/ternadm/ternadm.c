@@ -22,8 +22,10 @@ static const struct ternadm_group groups[] = {
 	  unmap_main, unmap_usage },
 	{ "list", "list the mapped tern block devices",
 	  list_main, list_usage },
-	{ "target", "configure tern_target: exports, ports and their links",
+	{ "target", "configure tern_target: exports, ports, links and hosts",
 	  target_main, target_usage },
+	{ "key", "generate and check authentication keys",
+	  key_main, key_usage },
 };
 
 #define NR_GROUPS ARRAY_SIZE(groups)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * ternadm: shared definitions. Each command group (bench, map, unmap,
- * list, target) lives in its own source file and exports one entry point
- * listed in ternadm.c's command table.
+ * list, target, key) lives in its own source file and exports one entry
+ * point listed in ternadm.c's command table.
  */
 #ifndef TERNADM_H
 #define TERNADM_H
@@ -51,6 +51,18 @@ int list_main(int argc, char **argv);
 void list_usage(FILE *out);
 int target_main(int argc, char **argv);
 void target_usage(FILE *out);
+int key_main(int argc, char **argv);
+void key_usage(FILE *out);
+
+/*
+ * key.c: authentication keys. The text form, one line: "TERNKEY-1:", the
+ * base64 of the secret and its CRC32C (little-endian), ":".
+ */
+#define KEY_PREFIX	"TERNKEY-1:"
+#define KEY_SECRET_LEN	32
+#define KEY_TEXT_LEN	59
+const char *key_text_check(const char *text);
+int key_read_file(const char *cmd, const char *file, char *text);
 
 /* util.c */
 /* An error message on stderr, prefixed with the program name. */

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define TERN_WIRE_MAGIC		0x4e524554	/* "TERN" read as LE u32 */
-#define TERN_WIRE_VERSION	1
+#define TERN_WIRE_VERSION	2
 #define TERN_DEFAULT_PORT	7447
 
 /* Hard protocol limits; sessions negotiate values at or below these. */
@@ -29,7 +29,9 @@ enum tern_wire_type {
 	TERN_WIRE_REPLY		= 4,
 	TERN_WIRE_PING		= 5,
 	TERN_WIRE_PONG		= 6,
-	TERN_WIRE_TYPE_MAX	= TERN_WIRE_PONG,
+	TERN_WIRE_AUTH		= 7,	/* connector -> acceptor, front = auth */
+	TERN_WIRE_AUTH_ACK	= 8,	/* acceptor -> connector, front = auth */
+	TERN_WIRE_TYPE_MAX	= TERN_WIRE_AUTH_ACK,
 };
 
 /* Header flags. */
@@ -59,7 +61,10 @@ struct tern_wire_hdr {
 /* Feature bits carried in tern_wire_hello.features. */
 #define TERN_FEAT_DATA_CRC	(1U << 0)
 #define TERN_FEAT_REMOTE_DATA	(1U << 1)	/* TERN_WIRE_F_REMOTE allowed */
-#define TERN_FEAT_ALL		(TERN_FEAT_DATA_CRC | TERN_FEAT_REMOTE_DATA)
+#define TERN_FEAT_AUTH		(1U << 2)	/* mutual authentication */
+#define TERN_FEAT_ENCRYPT	(1U << 3)	/* AEAD after the handshake */
+#define TERN_FEAT_ALL		(TERN_FEAT_DATA_CRC | TERN_FEAT_REMOTE_DATA | \
+				 TERN_FEAT_AUTH | TERN_FEAT_ENCRYPT)
 
 /*
  * Remote data descriptor (TERN_FEAT_REMOTE_DATA). A REQUEST with
@@ -79,9 +84,15 @@ struct tern_wire_rdesc {
 
 #define TERN_WIRE_MAX_RDESC	64
 
+#define TERN_WIRE_NONCE_LEN	32
+#define TERN_WIRE_IDENTITY_LEN	64
+#define TERN_WIRE_PROOF_LEN	32	/* HMAC-SHA256 */
+
 /*
  * Front of HELLO and HELLO_ACK. The connector proposes, the acceptor
  * answers with the negotiated values (or a non-zero status and closes).
+ * With TERN_FEAT_AUTH both carry a fresh nonce and the HELLO the
+ * connector's identity; AUTH and AUTH_ACK then carry the proofs.
  */
 struct tern_wire_hello {
 	__le64	session_id;	/* chosen by the connector at session birth */
@@ -97,6 +108,20 @@ struct tern_wire_hello {
 	__le16	reserved0;
 	__le32	status;		/* HELLO_ACK: 0 or negative errno */
 	__le32	reserved1;
+	__u8	nonce[TERN_WIRE_NONCE_LEN];	/* TERN_FEAT_AUTH: random */
+	/* HELLO with TERN_FEAT_AUTH: the connector's identity, NUL-padded */
+	char	identity[TERN_WIRE_IDENTITY_LEN];
+};
+
+/*
+ * Front of AUTH (the connector's proof) and AUTH_ACK (the acceptor's
+ * verdict and, when it is 0, its own proof). Documentation/protocol.rst,
+ * "Authentication", has the key schedule.
+ */
+struct tern_wire_auth {
+	__u8	proof[TERN_WIRE_PROOF_LEN];
+	__le32	status;		/* AUTH_ACK: 0 or negative errno; AUTH: 0 */
+	__le32	reserved;	/* zero */
 };
 
 /*
@@ -133,7 +158,8 @@ struct tern_rdma_cm_priv {
 #ifdef __KERNEL__
 #include <linux/build_bug.h>
 static_assert(sizeof(struct tern_wire_hdr) == 48);
-static_assert(sizeof(struct tern_wire_hello) == 56);
+static_assert(sizeof(struct tern_wire_hello) == 152);
+static_assert(sizeof(struct tern_wire_auth) == 40);
 static_assert(sizeof(struct tern_rdma_msg_hdr) == 8);
 static_assert(sizeof(struct tern_rdma_cm_priv) == 16);
 static_assert(sizeof(struct tern_wire_rdesc) == 16);

@@ -19,6 +19,7 @@ packages=(
 	gcc make perl python3 sparse xz-utils
 	qemu-system-x86 busybox-static kmod cpio iproute2
 	fio e2fsprogs nvme-cli util-linux procps gnuplot-nox linux-perf
+	keyutils tcpdump
 )
 
 log() { echo "deps: $*" >&2; }

@@ -17,6 +17,16 @@
  * and drop the connection: anything else is a violation and fails the
  * run.
  *
+ * Authentication cases (protocol version 2, TERN_FEAT_AUTH): HELLOs with
+ * a nonce or an identity but no TERN_FEAT_AUTH, or with a malformed
+ * identity (empty, unterminated, a bad character, junk after the NUL),
+ * and AUTH or AUTH_ACK frames no key made: first thing, several, of a
+ * wrong length, with reserved fields set, behind a HELLO asking to
+ * authenticate as an identity without a key. A HELLO_ACK with status 0
+ * for a malformed one or without a challenge, or an AUTH_ACK with status
+ * 0, is a violation. All other HELLOs are version 2 and plain: no
+ * TERN_FEAT_AUTH, nonce, identity and reserved fields all zero.
+ *
  * The listener must survive all of it and keep accepting: the run fails
  * if a connection is ever refused. Whether the kernel stayed clean is for
  * the test lane to judge from the console.
@@ -27,20 +37,54 @@
  * opcode, version, reserved and flag fields, an optional operation the
  * export lacks, a write to a read-only export, a handle after CLOSE) or
  * serve (OPEN, a READ, a WATCH answered at once for a stale capacity and
- * held for the current one until CLOSE). Every reply is checked.
+ * held for the current one until CLOSE). Every reply is checked. With
+ * -k KEYFILE -i IDENTITY the session authenticates first.
+ *
+ * Authentication probe (-A -k KEYFILE -i IDENTITY [-o KEYFILE2 -O
+ * IDENTITY2] [-M]): a connector that knows the key of IDENTITY (and of
+ * IDENTITY2) against a tern_target port that knows them too, one
+ * kselftest line per case, each status checked exactly: the good
+ * handshake (the target's proof verified, a PING answered; its session
+ * is kept), the good HELLO and AUTH replayed byte for byte on a new
+ * connection (-EKEYREJECTED), a wrong key (-EKEYREJECTED), an unknown
+ * (-ENOKEY) or malformed (-EINVAL) identity, a nonce or identity without
+ * TERN_FEAT_AUTH (-EINVAL), a lane of the good session proven as
+ * IDENTITY2 (-EPERM) or not proven at all (-EPERM, or -ENOKEY), a plain
+ * HELLO (-ENOKEY if -M says the port requires authentication, else let
+ * in), and AUTHs the acceptor must drop the lane for without an AUTH_ACK
+ * of status 0: as the first frame, before the HELLO_ACK, with reserved
+ * fields set, two of them, an AUTH_ACK from the connector. Last, the good
+ * session must still answer. A first line checks SHA-256, HMAC-SHA256,
+ * the key schedule and key strings against known answers.
+ *
+ * Keys (-k, -o): a file holding a key string, "TERNKEY-1:", the base64
+ * (RFC 4648) of the 32-byte secret and its little-endian CRC32C, ":".
+ * SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) are done here, so the
+ * proofs are computed independently of the kernel's crypto API; the key
+ * schedule and the proofs are the protocol's (net/auth.c).
  *
  * Flood (-F MODE): many well-formed connections, see "Flood modes" below.
  *
  * Hostile target (-T CASE -l PORT): the other way round, a tern acceptor
  * listening on ADDR:PORT that completes handshakes and serves a block
  * export, but misbehaves as CASE says, for the kernel's client side
- * (tern_blk, tern_bench). See its section below.
+ * (tern_blk, tern_bench). See its section below. For a client that
+ * authenticates: "noauth" answers without TERN_FEAT_AUTH (a downgrade),
+ * "badproof" challenges and then answers AUTH_ACK 0 with a random proof
+ * (a target without the key); the client must refuse both. "goodauth
+ * -k KEYFILE" proves the key and serves well: the client must accept it.
+ * With -k, every case authenticates the clients that ask.
  *
  * Usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]
  *        tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]
+ *                  [-k KEYFILE -i IDENTITY]
+ *        tern_fuzz -a ADDR -p PORT -A -k KEYFILE -i IDENTITY
+ *                  [-o KEYFILE2 -O IDENTITY2] [-M]
  *        tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS]
  *                  [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS]
  *        tern_fuzz -T CASE[=ARG] -l PORT [-a ADDR] [-N CONNS] [-s SEED]
+ *                  [-k KEYFILE [-i IDENTITY]]
+ * "tern_fuzz -h" lists the cases.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -57,6 +101,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -72,6 +117,7 @@ typedef __u16 u16;
 typedef __u32 u32;
 typedef __u64 u64;
 
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define HDR_LEN		sizeof(struct tern_wire_hdr)
 #define HDR_CRC_LEN	offsetof(struct tern_wire_hdr, hdr_crc)
 
@@ -115,6 +161,457 @@ static u32 rnd(void)
 static u32 rnd_below(u32 n)
 {
 	return n ? rnd() % n : 0;
+}
+
+/* ---- SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) ---- */
+
+/*
+ * Only the authentication cases hash, a few hundred bytes per handshake:
+ * the plain FIPS 180-4 computation, one 64-byte block at a time.
+ */
+#define SHA256_BLOCK	64
+#define SHA256_LEN	32
+
+/*
+ * 4.2.2: the first 32 bits of the fractional parts of the cube roots of
+ * the first 64 primes
+ */
+static const u32 sha256_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5,
+	0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+	0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+	0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc,
+	0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+	0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+	0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3,
+	0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5,
+	0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+/* 5.3.3: the same of the square roots of the first 8 primes */
+static const u32 sha256_h0[8] = {
+	0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+	0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+};
+
+struct sha256 {
+	u32	h[8];			/* the intermediate hash value */
+	u64	bytes;			/* message bytes so far */
+	u8	block[SHA256_BLOCK];	/* the message block being filled */
+	size_t	fill;
+};
+
+static u32 rotr32(u32 x, unsigned int n)
+{
+	return x >> n | x << (32 - n);
+}
+
+static void sha256_init(struct sha256 *s)
+{
+	memcpy(s->h, sha256_h0, sizeof(s->h));
+	s->bytes = 0;
+	s->fill = 0;
+}
+
+/* 6.2.2: one message block into the hash value. */
+static void sha256_block(struct sha256 *s, const u8 *m)
+{
+	u32 w[64], a, b, c, d, e, f, g, h, t1, t2;
+	int t;
+
+	for (t = 0; t < 16; t++)
+		w[t] = (u32)m[4 * t] << 24 | (u32)m[4 * t + 1] << 16 |
+		       (u32)m[4 * t + 2] << 8 | m[4 * t + 3];
+	for (t = 16; t < 64; t++)	/* with sigma1 (4.7), sigma0 (4.6) */
+		w[t] = (rotr32(w[t - 2], 17) ^ rotr32(w[t - 2], 19) ^
+			w[t - 2] >> 10) + w[t - 7] +
+		       (rotr32(w[t - 15], 7) ^ rotr32(w[t - 15], 18) ^
+			w[t - 15] >> 3) + w[t - 16];
+	a = s->h[0];
+	b = s->h[1];
+	c = s->h[2];
+	d = s->h[3];
+	e = s->h[4];
+	f = s->h[5];
+	g = s->h[6];
+	h = s->h[7];
+	for (t = 0; t < 64; t++) {
+		/* T1 = h + SIGMA1(e) + Ch(e, f, g) + K + W (4.5, 4.2) */
+		t1 = h + (rotr32(e, 6) ^ rotr32(e, 11) ^ rotr32(e, 25)) +
+		     ((e & f) ^ (~e & g)) + sha256_k[t] + w[t];
+		/* T2 = SIGMA0(a) + Maj(a, b, c) (4.4, 4.3) */
+		t2 = (rotr32(a, 2) ^ rotr32(a, 13) ^ rotr32(a, 22)) +
+		     ((a & b) ^ (a & c) ^ (b & c));
+		h = g;
+		g = f;
+		f = e;
+		e = d + t1;
+		d = c;
+		c = b;
+		b = a;
+		a = t1 + t2;
+	}
+	s->h[0] += a;
+	s->h[1] += b;
+	s->h[2] += c;
+	s->h[3] += d;
+	s->h[4] += e;
+	s->h[5] += f;
+	s->h[6] += g;
+	s->h[7] += h;
+}
+
+static void sha256_update(struct sha256 *s, const void *data, size_t len)
+{
+	const u8 *p = data;
+	size_t n;
+
+	s->bytes += len;
+	while (len) {
+		n = SHA256_BLOCK - s->fill;
+		if (n > len)
+			n = len;
+		memcpy(s->block + s->fill, p, n);
+		s->fill += n;
+		p += n;
+		len -= n;
+		if (s->fill == SHA256_BLOCK) {
+			sha256_block(s, s->block);
+			s->fill = 0;
+		}
+	}
+}
+
+/* 5.1.1 padding: a 1 bit, zeros, the message length in bits (64, BE). */
+static void sha256_final(struct sha256 *s, u8 *out)
+{
+	u64 bits = s->bytes * 8;
+	int i;
+
+	s->block[s->fill++] = 0x80;
+	if (s->fill > SHA256_BLOCK - 8) {
+		memset(s->block + s->fill, 0, SHA256_BLOCK - s->fill);
+		sha256_block(s, s->block);
+		s->fill = 0;
+	}
+	memset(s->block + s->fill, 0, SHA256_BLOCK - 8 - s->fill);
+	for (i = 0; i < 8; i++)
+		s->block[SHA256_BLOCK - 1 - i] = bits >> (8 * i);
+	sha256_block(s, s->block);
+	for (i = 0; i < 32; i++)
+		out[i] = s->h[i / 4] >> (24 - 8 * (i % 4));
+	memset(s, 0, sizeof(*s));
+}
+
+static void sha256(const void *data, size_t len, u8 *out)
+{
+	struct sha256 s;
+
+	sha256_init(&s);
+	sha256_update(&s, data, len);
+	sha256_final(&s, out);
+}
+
+/* HMAC (RFC 2104): H(K ^ opad, H(K ^ ipad, text)), K padded to a block. */
+struct hmac {
+	struct sha256	inner;
+	struct sha256	outer;
+};
+
+static void hmac_init(struct hmac *m, const void *key, size_t len)
+{
+	u8 k[SHA256_BLOCK] = { 0 }, pad[SHA256_BLOCK];
+	int i;
+
+	if (len > SHA256_BLOCK)
+		sha256(key, len, k);
+	else
+		memcpy(k, key, len);
+	for (i = 0; i < SHA256_BLOCK; i++)
+		pad[i] = k[i] ^ 0x36;
+	sha256_init(&m->inner);
+	sha256_update(&m->inner, pad, sizeof(pad));
+	for (i = 0; i < SHA256_BLOCK; i++)
+		pad[i] = k[i] ^ 0x5c;
+	sha256_init(&m->outer);
+	sha256_update(&m->outer, pad, sizeof(pad));
+	memset(k, 0, sizeof(k));
+	memset(pad, 0, sizeof(pad));
+}
+
+static void hmac_update(struct hmac *m, const void *data, size_t len)
+{
+	sha256_update(&m->inner, data, len);
+}
+
+static void hmac_final(struct hmac *m, u8 *out)
+{
+	u8 d[SHA256_LEN];
+
+	sha256_final(&m->inner, d);
+	sha256_update(&m->outer, d, sizeof(d));
+	sha256_final(&m->outer, out);
+}
+
+static void hmac_sha256(const void *key, size_t key_len, const void *data,
+			size_t len, u8 *out)
+{
+	struct hmac m;
+
+	hmac_init(&m, key, key_len);
+	hmac_update(&m, data, len);
+	hmac_final(&m, out);
+}
+
+/* ---- authentication keys and proofs (TERN_FEAT_AUTH) ---- */
+
+#define AUTH_KEY_LEN		32
+#define AUTH_SALT		"tern-v2 auth"
+#define AUTH_HOST_LABEL		"tern-v2 host proof"
+#define AUTH_TARGET_LABEL	"tern-v2 target proof"
+#define KEY_PREFIX		"TERNKEY-1:"
+/* "TERNKEY-1:" + base64 of the secret and its CRC32C (48) + ":" */
+#define KEY_TEXT_LEN		(sizeof(KEY_PREFIX) - 1 + 48 + 1)
+
+/* The proof keys of one identity. */
+struct auth_keys {
+	u8	host[SHA256_LEN];	/* the connector proves with */
+	u8	target[SHA256_LEN];	/* the acceptor proves with */
+};
+
+/* An identity and its secret, from -i and -k (or -O and -o). */
+struct auth_id {
+	const char	*identity;
+	u8		secret[AUTH_KEY_LEN];
+	struct auth_keys keys;
+};
+
+/* HMAC(PRK, label NUL identity 0x01): one HKDF-Expand block. */
+static void auth_expand(const u8 *prk, const char *label,
+			const char *identity, u8 *out)
+{
+	static const u8 one = 1;
+	struct hmac m;
+
+	hmac_init(&m, prk, SHA256_LEN);
+	hmac_update(&m, label, strlen(label) + 1);
+	hmac_update(&m, identity, strlen(identity));
+	hmac_update(&m, &one, 1);
+	hmac_final(&m, out);
+}
+
+/* The key schedule: PRK = HMAC("tern-v2 auth", S), then one key a side. */
+static void auth_derive(const u8 *secret, const char *identity,
+			struct auth_keys *k)
+{
+	u8 prk[SHA256_LEN];
+
+	hmac_sha256(AUTH_SALT, sizeof(AUTH_SALT) - 1, secret, AUTH_KEY_LEN,
+		    prk);
+	auth_expand(prk, AUTH_HOST_LABEL, identity, k->host);
+	auth_expand(prk, AUTH_TARGET_LABEL, identity, k->target);
+	memset(prk, 0, sizeof(prk));
+}
+
+/*
+ * Both proofs of a handshake: the connector's over both HELLO fronts,
+ * the acceptor's over them and the connector's proof. Either may be NULL.
+ */
+static void auth_proofs(const struct auth_keys *k,
+			const struct tern_wire_hello *hello,
+			const struct tern_wire_hello *ack, u8 *host,
+			u8 *target)
+{
+	u8 hp[SHA256_LEN];
+	struct hmac m;
+
+	hmac_init(&m, k->host, sizeof(k->host));
+	hmac_update(&m, hello, sizeof(*hello));
+	hmac_update(&m, ack, sizeof(*ack));
+	hmac_final(&m, hp);
+	if (host)
+		memcpy(host, hp, sizeof(hp));
+	if (target) {
+		hmac_init(&m, k->target, sizeof(k->target));
+		hmac_update(&m, hello, sizeof(*hello));
+		hmac_update(&m, ack, sizeof(*ack));
+		hmac_update(&m, hp, sizeof(hp));
+		hmac_final(&m, target);
+	}
+}
+
+/* An identity: 1-63 characters of [A-Za-z0-9._:-]. */
+static bool identity_valid(const char *s)
+{
+	size_t len = strlen(s), i;
+
+	if (!len || len >= TERN_WIRE_IDENTITY_LEN)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || strchr("._:-", s[i])))
+			return false;
+	return true;
+}
+
+/* A sextet of the RFC 4648 base64 alphabet, or -1. */
+static int base64_sextet(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * RFC 4648 base64, standard alphabet, strictly: whole quanta, "=" only
+ * as the padding of the last, no stray bits. The bytes written, or -1.
+ */
+static ssize_t base64_decode(const char *s, size_t len, u8 *out)
+{
+	size_t i, n = 0;
+	int k, pad, v[4];
+	u32 q;
+
+	if (len % 4)
+		return -1;
+	for (i = 0; i < len; i += 4) {
+		pad = 0;
+		for (k = 0; k < 4; k++) {
+			if (s[i + k] == '=' && i + 4 == len && k >= 2) {
+				v[k] = 0;
+				pad++;
+				continue;
+			}
+			v[k] = base64_sextet(s[i + k]);
+			if (v[k] < 0 || pad)
+				return -1;
+		}
+		q = (u32)v[0] << 18 | (u32)v[1] << 12 | (u32)v[2] << 6 | v[3];
+		if ((pad == 2 && (q & 0xffff)) || (pad == 1 && (q & 0xff)))
+			return -1;
+		out[n++] = q >> 16;
+		if (pad < 2)
+			out[n++] = q >> 8;
+		if (pad < 1)
+			out[n++] = q;
+	}
+	return n;
+}
+
+/*
+ * A key string: "TERNKEY-1:", the base64 of the secret and the LE
+ * CRC32C of the secret, ":". 0, -EINVAL if it is none, -EBADMSG when
+ * the checksum does not match (a key damaged in a copy).
+ */
+static int key_parse(const char *text, size_t len, u8 *secret)
+{
+	const size_t plen = sizeof(KEY_PREFIX) - 1;
+	u8 raw[AUTH_KEY_LEN + 4];
+	int err = 0;
+	u32 crc;
+
+	if (len != KEY_TEXT_LEN || memcmp(text, KEY_PREFIX, plen) ||
+	    text[len - 1] != ':' ||
+	    base64_decode(text + plen, len - plen - 1, raw) != sizeof(raw))
+		return -EINVAL;
+	crc = raw[32] | raw[33] << 8 | raw[34] << 16 | (u32)raw[35] << 24;
+	if (crc != crc32c(raw, AUTH_KEY_LEN))
+		err = -EBADMSG;
+	else
+		memcpy(secret, raw, AUTH_KEY_LEN);
+	memset(raw, 0, sizeof(raw));
+	return err;
+}
+
+/* The secret in KEYFILE: a key string, maybe with a line end. */
+static int key_read(const char *path, u8 *secret)
+{
+	char text[256];
+	size_t len;
+	FILE *f;
+	int err;
+
+	f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "tern_fuzz: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	len = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		len--;
+	err = key_parse(text, len, secret);
+	memset(text, 0, sizeof(text));
+	if (err)
+		fprintf(stderr, "tern_fuzz: %s: %s\n", path, err == -EBADMSG ?
+			"key checksum mismatch (a damaged copy?)" :
+			"not a TERNKEY-1 key string");
+	return err ? -1 : 0;
+}
+
+static int identity_check(const char *identity)
+{
+	if (identity_valid(identity))
+		return 0;
+	fprintf(stderr, "tern_fuzz: bad identity '%s': 1-63 of [A-Za-z0-9._:-]\n",
+		identity);
+	return -1;
+}
+
+/* -k/-o KEYFILE for -i/-O IDENTITY: its secret and proof keys. */
+static int key_load(struct auth_id *id, const char *path,
+		    const char *identity)
+{
+	if (identity_check(identity) || key_read(path, id->secret))
+		return -1;
+	id->identity = identity;
+	auth_derive(id->secret, identity, &id->keys);
+	return 0;
+}
+
+/* Fresh nonces and secrets: the kernel's random, not the seeded rnd(). */
+static void random_bytes(void *buf, size_t len)
+{
+	u8 *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = getrandom(p, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		p += n;
+		len -= n;
+	}
+	while (len--)		/* no getrandom(): still unlike the last */
+		*p++ = rnd();
+}
+
+static bool all_zero(const void *buf, size_t len)
+{
+	const u8 *p = buf;
+
+	while (len--)
+		if (*p++)
+			return false;
+	return true;
 }
 
 struct peer {
@@ -269,6 +766,8 @@ enum fuzz_case {
 	CASE_FLIPPED_BITS,
 	CASE_REMOTE_REQUEST,
 	CASE_REMOTE_BAD_DESC,
+	CASE_AUTH_HELLO,
+	CASE_AUTH_FRAMES,
 	CASE_COUNT
 };
 
@@ -277,7 +776,7 @@ static const char *const case_names[CASE_COUNT] = {
 	"bad-hdr-crc", "bad-type", "bad-flags", "bad-seq", "oversized",
 	"before-hello", "hello-bad-length", "hello-bad-fields",
 	"truncated-front", "after-hello", "flipped-bits", "remote-request",
-	"remote-bad-desc",
+	"remote-bad-desc", "auth-hello", "auth-frames",
 };
 
 static struct frame fr;
@@ -288,6 +787,7 @@ static void frame_nonsense(struct frame *f, u32 seq)
 	static const u8 types[] = {
 		TERN_WIRE_REQUEST, TERN_WIRE_REPLY, TERN_WIRE_HELLO,
 		TERN_WIRE_HELLO_ACK, TERN_WIRE_PING, TERN_WIRE_PONG,
+		TERN_WIRE_AUTH, TERN_WIRE_AUTH_ACK,
 	};
 	u32 front = rnd_below(3) ? rnd_below(64) : 0;
 
@@ -379,7 +879,8 @@ static int remote_handshake(int fd, enum fuzz_case c)
 static void frame_remote_request(struct frame *f, u32 seq, bool crc,
 				 bool bad)
 {
-	struct tern_wire_rdesc *d = (struct tern_wire_rdesc *)f->body;
+	/* built here: at body + front they need not be aligned */
+	struct tern_wire_rdesc d[2 * TERN_WIRE_MAX_RDESC];
 	u32 n = 1 + rnd_below(TERN_WIRE_MAX_RDESC), i, len, total = 0;
 	u32 front = rnd_below(2) ? rnd_below(64) : 0, data_len;
 	u16 flags = TERN_WIRE_F_REMOTE;
@@ -396,7 +897,6 @@ static void frame_remote_request(struct frame *f, u32 seq, bool crc,
 	f->hdr.data_crc = htole32(crc ? rnd() : 0);
 	for (i = 0; i < front; i++)
 		f->body[i] = rnd();
-	d = (struct tern_wire_rdesc *)(f->body + front);
 	for (i = 0; i < n; i++) {
 		len = 1 + rnd_below(1 << 13);	/* 64 fit max_data */
 		d[i].addr = htole64(((u64)rnd() << 32) | (rnd() & ~0xfffu));
@@ -432,6 +932,7 @@ static void frame_remote_request(struct frame *f, u32 seq, bool crc,
 			break;
 		}
 	}
+	memcpy(f->body + front, d, data_len);
 	f->hdr.flags = htole16(flags);
 	f->hdr.front_len = htole32(front);
 	f->hdr.data_len = htole32(data_len);
@@ -475,6 +976,163 @@ static void expect_drop(int fd, enum fuzz_case c)
 			skip -= n;
 		}
 	}
+}
+
+/* An identity no listener has a key for: "fuzz-" and 8 hex digits. */
+static void fuzz_identity(struct tern_wire_hello *h)
+{
+	memset(h->identity, 0, sizeof(h->identity));
+	snprintf(h->identity, sizeof(h->identity), "fuzz-%08x", rnd());
+}
+
+/*
+ * Read what the listener sends until it closes the connection (or 2 s
+ * pass). Only a challenge may let a HELLO asking to authenticate in (a
+ * HELLO_ACK with status 0 and TERN_FEAT_AUTH), and nothing may prove an
+ * identity of "fuzz-" (an AUTH_ACK with status 0): violations.
+ */
+static void auth_watch(int fd, enum fuzz_case c, bool challenge_ok)
+{
+	struct tern_wire_hello hello;
+	struct tern_wire_auth auth;
+	struct tern_wire_hdr h;
+	u32 front, data, n;
+	u8 buf[4096];
+	ssize_t got;
+
+	shutdown(fd, SHUT_WR);
+	for (;;) {
+		got = recv(fd, &h, sizeof(h), MSG_WAITALL);
+		if (got == 0 || (got < 0 && errno == ECONNRESET))
+			count.closed_by_listener++;
+		if (got != (ssize_t)sizeof(h))
+			return;
+		front = le32toh(h.front_len);
+		data = le32toh(h.data_len);
+		if (front > TERN_WIRE_MAX_FRONT || data > TERN_WIRE_MAX_DATA)
+			return;
+		if (h.type == TERN_WIRE_HELLO_ACK && front == sizeof(hello)) {
+			if (recv_all(fd, &hello, front))
+				return;
+			if (!hello.status && !challenge_ok)
+				violation("HELLO_ACK status 0 for malformed authentication fields",
+					  c);
+			else if (!hello.status &&
+				 !(le32toh(hello.features) & TERN_FEAT_AUTH))
+				violation("HELLO_ACK let a lane in unauthenticated",
+					  c);
+			front = 0;
+		} else if (h.type == TERN_WIRE_AUTH_ACK && front == sizeof(auth)) {
+			if (recv_all(fd, &auth, front))
+				return;
+			if (!auth.status)
+				violation("AUTH_ACK status 0 for a proof no key made",
+					  c);
+			front = 0;
+		}
+		for (data += front; data; data -= n) {
+			n = data < sizeof(buf) ? data : sizeof(buf);
+			if (recv_all(fd, buf, n))
+				return;
+		}
+	}
+}
+
+/*
+ * A HELLO whose authentication fields are malformed: a nonce or an
+ * identity without TERN_FEAT_AUTH; an identity that is empty, 64
+ * characters without a NUL, has a character outside [A-Za-z0-9._:-] or
+ * junk after its NUL. Or a well-formed one for an identity without a
+ * key. Only that last may get a HELLO_ACK with status 0: a challenge.
+ */
+static void fuzz_auth_hello(int fd, enum fuzz_case c)
+{
+	static const char bad[] = " /@\x01\x7f\x80\xff";
+	struct tern_wire_hello *h = (struct tern_wire_hello *)fr.body;
+	u32 kind = rnd_below(7), i;
+
+	frame_hello(&fr);
+	h->features = htole32(TERN_FEAT_AUTH |
+			      (rnd_below(2) ? TERN_FEAT_DATA_CRC : 0));
+	for (i = 0; i < sizeof(h->nonce); i++)
+		h->nonce[i] = rnd();
+	fuzz_identity(h);
+	switch (kind) {
+	case 0:		/* a nonce without authentication */
+		h->features = 0;
+		memset(h->identity, 0, sizeof(h->identity));
+		break;
+	case 1:		/* an identity without authentication */
+		h->features = 0;
+		if (rnd_below(2))
+			memset(h->nonce, 0, sizeof(h->nonce));
+		break;
+	case 2:		/* empty */
+		memset(h->identity, 0, sizeof(h->identity));
+		break;
+	case 3:		/* no NUL */
+		memset(h->identity, 'a' + rnd_below(26), sizeof(h->identity));
+		break;
+	case 4:		/* a bad character */
+		h->identity[rnd_below(13)] = bad[rnd_below(sizeof(bad) - 1)];
+		break;
+	case 5:		/* junk after the NUL */
+		h->identity[14 + rnd_below(50)] = 1 + rnd_below(255);
+		break;
+	default:	/* well formed: this one may be challenged */
+		break;
+	}
+	frame_seal(&fr);
+	if (send_frame(fd, &fr, HDR_LEN, fr.body_len))
+		return;
+	auth_watch(fd, c, kind == 6);
+}
+
+/*
+ * AUTH and AUTH_ACK frames no key made, where the listener awaits none
+ * or as answers to a challenge for an identity without a key: first
+ * thing, several, of a wrong length, with data, with reserved fields or
+ * a wrong ack, an AUTH_ACK from the connector.
+ */
+static void fuzz_auth_frames(int fd, enum fuzz_case c)
+{
+	struct tern_wire_hello *h = (struct tern_wire_hello *)fr.body;
+	u32 seq = 1, ack = 0, n, i, len, data;
+	struct tern_wire_auth a;
+
+	if (rnd_below(4)) {
+		frame_hello(&fr);
+		h->features = htole32(TERN_FEAT_AUTH);
+		for (i = 0; i < sizeof(h->nonce); i++)
+			h->nonce[i] = rnd();
+		fuzz_identity(h);
+		frame_seal(&fr);
+		if (send_frame(fd, &fr, HDR_LEN, fr.body_len))
+			return;
+		seq++;
+		ack = 1;	/* the HELLO_ACK */
+	}
+	for (n = 1 + rnd_below(3); n; n--) {
+		for (i = 0; i < sizeof(a.proof); i++)
+			a.proof[i] = rnd();
+		a.status = htole32(rnd_below(4) ? 0 : rnd());
+		a.reserved = htole32(rnd_below(4) ? 0 : rnd());
+		frame_init(&fr, rnd_below(5) ? TERN_WIRE_AUTH :
+					       TERN_WIRE_AUTH_ACK, seq++);
+		fr.hdr.ack = htole32(rnd_below(4) ? ack : rnd());
+		len = rnd_below(4) ? sizeof(a) : rnd_below(96);
+		data = rnd_below(6) ? 0 : 1 + rnd_below(64);
+		memcpy(fr.body, &a, sizeof(a));
+		for (i = sizeof(a); i < len + data; i++)
+			fr.body[i] = rnd();
+		fr.body_len = len + data;
+		fr.hdr.front_len = htole32(len);
+		fr.hdr.data_len = htole32(data);
+		frame_seal(&fr);
+		if (send_frame(fd, &fr, HDR_LEN, fr.body_len))
+			return;
+	}
+	auth_watch(fd, c, true);
 }
 
 static int run_case(const struct peer *peer, enum fuzz_case c)
@@ -639,11 +1297,339 @@ static int run_case(const struct peer *peer, enum fuzz_case c)
 		expect_drop(fd, c);
 		close(fd);
 		return 0;
+	case CASE_AUTH_HELLO:
+	case CASE_AUTH_FRAMES:
+		if (c == CASE_AUTH_HELLO)
+			fuzz_auth_hello(fd, c);
+		else
+			fuzz_auth_frames(fd, c);
+		close(fd);
+		return 0;
 	default:
 		break;
 	}
 	finish_conn(fd);
 	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+/* ---- an authenticating connector (TERN_FEAT_AUTH) ---- */
+
+/* What a read of the next frame found. */
+enum got {
+	GOT_FRAME,		/* a well-formed frame: al->rh, al->rfront */
+	GOT_CLOSED,		/* the peer closed or reset the connection */
+	GOT_TIMEOUT,		/* nothing in time */
+	GOT_JUNK,		/* a frame we cannot follow */
+};
+
+static const char *const type_names[] = {
+	[TERN_WIRE_HELLO] = "HELLO", [TERN_WIRE_HELLO_ACK] = "HELLO_ACK",
+	[TERN_WIRE_REQUEST] = "REQUEST", [TERN_WIRE_REPLY] = "REPLY",
+	[TERN_WIRE_PING] = "PING", [TERN_WIRE_PONG] = "PONG",
+	[TERN_WIRE_AUTH] = "AUTH", [TERN_WIRE_AUTH_ACK] = "AUTH_ACK",
+};
+
+/*
+ * One connection of a connector that authenticates, with what went over
+ * it: the fronts the proofs cover, the HELLO and AUTH exactly as sent (to
+ * replay them), and a transcript for the diagnostics.
+ */
+struct alane {
+	int			fd;
+	u32			tx_seq;		/* last frame sent */
+	u32			rx_seq;		/* last frame received */
+	struct tern_wire_hello	hello;		/* HELLO front as sent */
+	struct tern_wire_hello	ack;		/* HELLO_ACK front as received */
+	struct tern_wire_auth	auth;		/* AUTH front to send */
+	struct tern_wire_auth	auth_ack;	/* AUTH_ACK front as received */
+	u8			target_proof[SHA256_LEN];	/* expected */
+	struct tern_wire_hdr	rh;		/* the last frame received */
+	u32			rfront_len;
+	u8			rfront[TERN_WIRE_MAX_FRONT];
+	u8			raw_hello[HDR_LEN + sizeof(struct tern_wire_hello)];
+	u8			raw_auth[HDR_LEN + sizeof(struct tern_wire_auth)];
+	char			log[512];	/* "> HELLO < HELLO_ACK 0 ..." */
+};
+
+static void al_note(struct alane *al, const char *fmt, ...)
+{
+	size_t used = strlen(al->log);
+	va_list ap;
+
+	if (used + 1 >= sizeof(al->log))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(al->log + used, sizeof(al->log) - used, fmt, ap);
+	va_end(ap);
+}
+
+static const char *type_name(u8 type)
+{
+	return type < ARRAY_SIZE(type_names) &&
+	       type_names[type] ? type_names[type] : "type?";
+}
+
+static int al_connect(const struct peer *peer, struct alane *al)
+{
+	memset(al, 0, sizeof(*al));
+	al->fd = peer_connect(peer);
+	if (al->fd < 0)
+		snprintf(al->log, sizeof(al->log), "cannot connect");
+	return al->fd < 0 ? -1 : 0;
+}
+
+static void al_close(struct alane *al)
+{
+	if (al->fd >= 0)
+		close(al->fd);
+	al->fd = -1;
+}
+
+/* A frame of @type with @front and no data; its bytes into @raw too. */
+static int al_send(struct alane *al, u8 type, const void *front, u32 len,
+		   void *raw)
+{
+	frame_init(&fr, type, ++al->tx_seq);
+	fr.hdr.ack = htole32(al->rx_seq);
+	if (len)
+		memcpy(fr.body, front, len);
+	fr.body_len = len;
+	fr.hdr.front_len = htole32(len);
+	frame_seal(&fr);
+	if (raw) {
+		memcpy(raw, &fr.hdr, HDR_LEN);
+		memcpy((u8 *)raw + HDR_LEN, fr.body, len);
+	}
+	al_note(al, "> %s ", type_name(type));
+	return send_frame(al->fd, &fr, HDR_LEN, len);
+}
+
+/* Bytes already framed (a replay), as @type for the transcript. */
+static int al_send_raw(struct alane *al, u8 type, const void *raw,
+		       size_t len)
+{
+	al->tx_seq++;
+	al_note(al, "> %s (replayed) ", type_name(type));
+	count.frames++;
+	return send_all(al->fd, raw, len);
+}
+
+/*
+ * The next frame, within @ms: its header in al->rh, front in al->rfront,
+ * and a HELLO_ACK's or AUTH_ACK's front also in al->ack or al->auth_ack
+ * (of any other length it is junk). Data is read and dropped.
+ */
+static enum got al_recv(struct alane *al, int ms)
+{
+	struct pollfd pfd = { .fd = al->fd, .events = POLLIN };
+	struct tern_wire_hdr *h = &al->rh;
+	u32 data, n;
+	u8 buf[4096];
+	ssize_t got;
+
+	if (poll(&pfd, 1, ms) == 0) {
+		al_note(al, "< nothing in %d ms ", ms);
+		return GOT_TIMEOUT;
+	}
+	got = recv(al->fd, h, HDR_LEN, MSG_WAITALL);
+	if (got == 0 || (got < 0 && errno == ECONNRESET)) {
+		al_note(al, "< closed");
+		return GOT_CLOSED;
+	}
+	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		al_note(al, "< nothing in time ");
+		return GOT_TIMEOUT;
+	}
+	if (got != (ssize_t)HDR_LEN || le32toh(h->magic) != TERN_WIRE_MAGIC ||
+	    h->version != TERN_WIRE_VERSION ||
+	    crc32c(h, HDR_CRC_LEN) != le32toh(h->hdr_crc))
+		goto junk;
+	al->rfront_len = le32toh(h->front_len);
+	data = le32toh(h->data_len);
+	if (al->rfront_len > sizeof(al->rfront) ||
+	    recv_all(al->fd, al->rfront, al->rfront_len))
+		goto junk;
+	while (data) {
+		n = data < sizeof(buf) ? data : sizeof(buf);
+		if (recv_all(al->fd, buf, n))
+			goto junk;
+		data -= n;
+	}
+	al->rx_seq = le32toh(h->seq);
+	if (h->type == TERN_WIRE_HELLO_ACK) {
+		if (al->rfront_len != sizeof(al->ack))
+			goto junk;
+		memcpy(&al->ack, al->rfront, sizeof(al->ack));
+		al_note(al, "< HELLO_ACK %d ", (int)le32toh(al->ack.status));
+	} else if (h->type == TERN_WIRE_AUTH_ACK) {
+		if (al->rfront_len != sizeof(al->auth_ack))
+			goto junk;
+		memcpy(&al->auth_ack, al->rfront, sizeof(al->auth_ack));
+		al_note(al, "< AUTH_ACK %d ", (int)le32toh(al->auth_ack.status));
+	} else {
+		al_note(al, "< %s ", type_name(h->type));
+	}
+	return GOT_FRAME;
+junk:
+	al_note(al, "< a malformed frame");
+	return GOT_JUNK;
+}
+
+static bool al_got(const struct alane *al, enum got g, u8 type)
+{
+	return g == GOT_FRAME && al->rh.type == type;
+}
+
+/* HELLO_ACK and AUTH_ACK status, as the wire's negative errno. */
+static int ack_status(const struct tern_wire_hello *ack)
+{
+	return (int)le32toh(ack->status);
+}
+
+static int auth_status(const struct tern_wire_auth *a)
+{
+	return (int)le32toh(a->status);
+}
+
+/* A HELLO proposal (two lanes); with @identity, asking to authenticate. */
+static void auth_hello_fill(struct tern_wire_hello *h, const char *identity)
+{
+	hello_fill(h);
+	h->nr_lanes = htole16(2);
+	if (!identity)
+		return;
+	h->features = htole32(TERN_FEAT_AUTH);
+	random_bytes(h->nonce, sizeof(h->nonce));
+	memcpy(h->identity, identity, strlen(identity));
+}
+
+/* HELLO with @h (kept in al->hello), and the answer. */
+static enum got al_hello(struct alane *al, const struct tern_wire_hello *h)
+{
+	al->hello = *h;
+	if (al_send(al, TERN_WIRE_HELLO, h, sizeof(*h), al->raw_hello))
+		return GOT_CLOSED;
+	return al_recv(al, 3000);
+}
+
+/*
+ * Is the HELLO_ACK a challenge the connector's side may answer: status
+ * 0, TERN_FEAT_AUTH, a nonce, no identity, our ids echoed, reserved
+ * fields zero? What is wrong into @why.
+ */
+static bool al_challenge_ok(const struct alane *al, char *why, size_t len)
+{
+	const struct tern_wire_hello *a = &al->ack, *h = &al->hello;
+	const char *bad = NULL;
+
+	if (a->status)
+		bad = "a refusal";
+	else if (!(le32toh(a->features) & TERN_FEAT_AUTH))
+		bad = "no TERN_FEAT_AUTH in it (a downgrade)";
+	else if (all_zero(a->nonce, sizeof(a->nonce)))
+		bad = "no nonce in it";
+	else if (!all_zero(a->identity, sizeof(a->identity)))
+		bad = "an identity in it";
+	else if (a->session_id != h->session_id || a->cookie != h->cookie ||
+		 a->lane_idx != h->lane_idx)
+		bad = "another session id, cookie or lane index in it";
+	else if (a->reserved0 || a->reserved1)
+		bad = "reserved fields set in it";
+	if (bad)
+		snprintf(why, len, "HELLO_ACK: %s", bad);
+	return !bad;
+}
+
+/* The proofs of this lane's HELLO and HELLO_ACK with @k: AUTH in al->auth. */
+static void al_prove(struct alane *al, const struct auth_keys *k)
+{
+	memset(&al->auth, 0, sizeof(al->auth));
+	auth_proofs(k, &al->hello, &al->ack, al->auth.proof, al->target_proof);
+}
+
+static int al_send_auth(struct alane *al)
+{
+	return al_send(al, TERN_WIRE_AUTH, &al->auth, sizeof(al->auth),
+		       al->raw_auth);
+}
+
+/*
+ * A connector's whole handshake with proposal @h, as @k's identity:
+ * HELLO, HELLO_ACK, AUTH, AUTH_ACK, the target's proof checked, as the
+ * kernel's connector does. 0, or -1 with the reason in @why.
+ */
+static int al_handshake(struct alane *al, const struct auth_keys *k,
+			const struct tern_wire_hello *h, char *why,
+			size_t len)
+{
+	enum got g = al_hello(al, h);
+
+	if (!al_got(al, g, TERN_WIRE_HELLO_ACK)) {
+		snprintf(why, len, "no HELLO_ACK");
+		return -1;
+	}
+	if (!al_challenge_ok(al, why, len))
+		return -1;
+	al_prove(al, k);
+	if (al_send_auth(al)) {
+		snprintf(why, len, "AUTH not sent");
+		return -1;
+	}
+	g = al_recv(al, 3000);
+	if (!al_got(al, g, TERN_WIRE_AUTH_ACK))
+		snprintf(why, len, "no AUTH_ACK");
+	else if (al->auth_ack.status)
+		snprintf(why, len, "AUTH_ACK status %d",
+			 auth_status(&al->auth_ack));
+	else if (al->auth_ack.reserved)
+		snprintf(why, len, "AUTH_ACK with reserved set");
+	else if (memcmp(al->auth_ack.proof, al->target_proof, SHA256_LEN))
+		snprintf(why, len, "the target's proof is wrong");
+	else
+		return 0;
+	return -1;
+}
+
+/* A PING, and its PONG within 3 s. */
+static int al_ping(struct alane *al)
+{
+	if (al_send(al, TERN_WIRE_PING, NULL, 0, NULL))
+		return -1;
+	return al_got(al, al_recv(al, 3000), TERN_WIRE_PONG) ? 0 : -1;
+}
+
+/*
+ * Read until the acceptor closes the connection, at most @ms: how many
+ * AUTH_ACKs came and how many of them said 0. 0 if it closed, -1 if
+ * not, -2 on a malformed frame.
+ */
+static int al_drain(struct alane *al, int ms, unsigned int *acks,
+		    unsigned int *oks)
+{
+	double end = now_ms() + ms;
+	enum got g;
+
+	*acks = 0;
+	*oks = 0;
+	for (;;) {
+		g = al_recv(al, end > now_ms() ? (int)(end - now_ms()) : 0);
+		if (g == GOT_CLOSED)
+			return 0;
+		if (g != GOT_FRAME)
+			return g == GOT_JUNK ? -2 : -1;
+		if (al->rh.type == TERN_WIRE_AUTH_ACK) {
+			(*acks)++;
+			*oks += !al->auth_ack.status;
+		}
+	}
 }
 
 /* ---- block probe ---- */
@@ -654,6 +1640,7 @@ struct probe {
 	u32 rx_seq;		/* last frame received */
 	u64 tid;		/* last tid used */
 	unsigned long failed;
+	const char *host;	/* host id for OPEN: the proven identity */
 };
 
 /* Send a block request; its tid, or 0 if the connection failed. */
@@ -740,8 +1727,10 @@ static int probe(struct probe *p, const char *what,
 	return (int)le32toh(h.status) == want ? 0 : -1;
 }
 
-static int probe_open(struct probe *p, const char *export,
-		      struct tern_blk_info *info)
+/* OPEN @export as @host; 0 when answered @status (and, if 0, sanely). */
+static int probe_open_as(struct probe *p, const char *what,
+			 const char *export, const char *host, int status,
+			 struct tern_blk_info *info)
 {
 	struct {
 		struct tern_blk_req r;
@@ -750,9 +1739,17 @@ static int probe_open(struct probe *p, const char *export,
 			  .version = TERN_BLK_PROTO_VERSION } };
 
 	snprintf(open.a.export, sizeof(open.a.export), "%s", export);
-	snprintf(open.a.host, sizeof(open.a.host), "tern_fuzz");
-	if (probe(p, "OPEN", &open.r, sizeof(open), 0, 0, 0, info) ||
-	    !info->handle || !info->capacity) {
+	snprintf(open.a.host, sizeof(open.a.host), "%s", host);
+	if (probe(p, what, &open.r, sizeof(open), 0, 0, status, info))
+		return -1;
+	return status || (info->handle && info->capacity) ? 0 : -1;
+}
+
+static int probe_open(struct probe *p, const char *export,
+		      struct tern_blk_info *info)
+{
+	if (probe_open_as(p, "OPEN", export, p->host ?: "tern_fuzz", 0,
+			  info)) {
 		fprintf(stderr, "tern_fuzz: cannot open export %s\n", export);
 		return -1;
 	}
@@ -771,13 +1768,50 @@ static struct tern_blk_req blk_req(u8 opcode, u64 handle, u64 sector,
 	return r;
 }
 
+/* A session for the block probe in @p: as @id, or unauthenticated. */
+static int probe_session(const struct peer *peer, const struct auth_id *id,
+			 struct probe *p)
+{
+	struct tern_wire_hello ack;
+
+	p->tx_seq = 1;
+	p->rx_seq = 1;
+	if (id) {
+		/* the session of an identity: -k and -i */
+		struct alane *al = calloc(1, sizeof(*al));
+		char why[160];
+
+		if (!al || al_connect(peer, al))
+			return 1;
+		auth_hello_fill(&ack, id->identity);
+		ack.nr_lanes = htole16(1);
+		if (al_handshake(al, &id->keys, &ack, why, sizeof(why))) {
+			fprintf(stderr, "tern_fuzz: no session as '%s': %s [%s]\n",
+				id->identity, why, al->log);
+			return 1;
+		}
+		printf("# authenticated as '%s'\n", id->identity);
+		p->host = id->identity;
+		p->fd = al->fd;
+		p->tx_seq = al->tx_seq;
+		p->rx_seq = al->rx_seq;
+		free(al);
+		return 0;
+	}
+	p->fd = peer_connect(peer);
+	if (p->fd < 0 || handshake(p->fd, 0, &ack) || ack.status) {
+		fprintf(stderr, "tern_fuzz: no session with the target\n");
+		return 1;
+	}
+	return 0;
+}
+
 static int block_probe(const struct peer *peer, const char *export,
-		       const char *ro_export)
+		       const char *ro_export, const struct auth_id *id)
 {
 	const u16 from = TERN_WIRE_F_DATA_FROM_RESPONDER;
-	struct probe p = { .tx_seq = 1, .rx_seq = 1 };
+	struct probe p = { 0 }, other = { 0 };
 	struct tern_blk_info info, ro;
-	struct tern_wire_hello ack;
 	struct tern_wire_hdr h;
 	struct tern_blk_req r;
 	unsigned int optional = 0;
@@ -786,11 +1820,12 @@ static int block_probe(const struct peer *peer, const char *export,
 	u16 flags;
 	int i, n;
 
-	p.fd = peer_connect(peer);
-	if (p.fd < 0 || handshake(p.fd, 0, &ack) || ack.status) {
-		fprintf(stderr, "tern_fuzz: no session with the target\n");
+	if (probe_session(peer, id, &p))
 		return 1;
-	}
+	/* a proven session opens as the identity it proved, nothing else */
+	if (id)
+		probe_open_as(&p, "OPEN as a host id other than the proven",
+			      export, "tern_fuzz", -EACCES, &info);
 	if (probe_open(&p, export, &info))
 		return 1;
 	handle = le64toh(info.handle);
@@ -805,6 +1840,16 @@ static int block_probe(const struct peer *peer, const char *export,
 	r.handle = htole64(handle ^ 1);
 	probe(&p, "READ with an unknown handle", &r, sizeof(r), from, 4096,
 	      -ESTALE, NULL);
+	/* a handle is its session's: seen on the wire, it opens nothing */
+	if (probe_session(peer, id, &other)) {
+		p.failed++;
+	} else {
+		r = blk_req(TERN_BLK_OP_READ, handle, 0, 4096);
+		probe(&other, "READ with another session's handle", &r,
+		      sizeof(r), from, 4096, -ESTALE, NULL);
+		p.failed += other.failed;
+		close(other.fd);
+	}
 	r = blk_req(TERN_BLK_OP_READ, handle, cap, 4096);
 	probe(&p, "READ past the capacity", &r, sizeof(r), from, 4096,
 	      -ERANGE, NULL);
@@ -892,6 +1937,661 @@ static int block_probe(const struct peer *peer, const char *export,
 	return p.failed ? 1 : 0;
 }
 
+/* ---- authentication probe (-A) ---- */
+
+/*
+ * Known answers: FIPS 180-4's examples, the empty message, every padding
+ * case (the digest of the digests of 0 to 129 'a's), RFC 4231 test cases
+ * 2 and 6, and this protocol's key string, key schedule and proofs for
+ * the secret 00 01 .. 1f and identity "host-1" (computed independently).
+ * The count of wrong answers.
+ */
+static int auth_selftest(char *why, size_t len)
+{
+	static const char *const digests[] = {
+		"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+		"248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+		"cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+		"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		"5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+		"60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+		"a7e04651bf7a6d73ade5b3532e4ac50114770a406cf0cc2bcf0ab4f54052c509",
+		"017dc984f3595b88b4dfd20c4720cfd09221a7f96b40441852fdbfa7f0b0e8bc",
+		"9243022b9c2da53e6eb874187665d56601b49d98999cd2c8581882527070b93f",
+		"8dc436cb2d79a510e34924b3abbd70bbbc2b9e68dea3131ba4cc07c9e63a093f",
+		"39a48225ae6069c68f7c9f867bf47f4a2e188c3903dd919926b8259a73ecada5",
+	};
+	static const char key_text[] =
+		"TERNKEY-1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh9Oed1G:";
+	u8 out[ARRAY_SIZE(digests)][SHA256_LEN], secret[AUTH_KEY_LEN];
+	u8 big[1000], key[131], d[SHA256_LEN];
+	struct tern_wire_hello hello, ack;
+	struct auth_keys k;
+	char text[sizeof(key_text)], hex[2 * SHA256_LEN + 1];
+	struct sha256 s;
+	int i, j, wrong = 0;
+
+	sha256("abc", 3, out[0]);
+	sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56,
+	       out[1]);
+	memset(big, 'a', sizeof(big));
+	sha256_init(&s);
+	for (i = 0; i < 1000; i++)	/* a million 'a', 1000 at a time */
+		sha256_update(&s, big, sizeof(big));
+	sha256_final(&s, out[2]);
+	sha256("", 0, out[3]);
+	hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, out[4]);
+	memset(key, 0xaa, sizeof(key));
+	hmac_sha256(key, sizeof(key),
+		    "Test Using Larger Than Block-Size Key - Hash Key First",
+		    54, out[5]);
+	for (i = 0; i < AUTH_KEY_LEN; i++)
+		secret[i] = i;
+	auth_derive(secret, "host-1", &k);
+	memcpy(out[6], k.host, SHA256_LEN);
+	memcpy(out[7], k.target, SHA256_LEN);
+	for (i = 0; i < (int)sizeof(hello); i++) {
+		((u8 *)&hello)[i] = i;
+		((u8 *)&ack)[i] = i * 7;
+	}
+	auth_proofs(&k, &hello, &ack, out[8], out[9]);
+	sha256_init(&s);
+	for (i = 0; i < 130; i++) {
+		sha256(big, i, d);
+		sha256_update(&s, d, sizeof(d));
+	}
+	sha256_final(&s, out[10]);
+
+	why[0] = 0;
+	for (i = 0; i < (int)ARRAY_SIZE(digests); i++) {
+		for (j = 0; j < SHA256_LEN; j++)
+			snprintf(hex + 2 * j, 3, "%02x", out[i][j]);
+		if (strcmp(hex, digests[i])) {
+			wrong++;
+			snprintf(why + strlen(why), len - strlen(why),
+				 "answer %d is %.16s..; ", i, hex);
+		}
+	}
+	memset(secret, 0, sizeof(secret));
+	if (key_parse(key_text, strlen(key_text), secret) ||
+	    secret[0] != 0 || secret[31] != 31) {
+		wrong++;
+		snprintf(why + strlen(why), len - strlen(why),
+			 "the key string does not parse; ");
+	}
+	memcpy(text, key_text, sizeof(text));
+	/* a damaged copy: still base64, but of another secret */
+	text[20] = text[20] == 'A' ? 'B' : 'A';
+	if (key_parse(text, strlen(text), secret) != -EBADMSG) {
+		wrong++;
+		snprintf(why + strlen(why), len - strlen(why),
+			 "a damaged key string passes its checksum; ");
+	}
+	return wrong;
+}
+
+/* The probe's state: its options, and the session of the good case. */
+struct aprobe {
+	const struct peer	*peer;
+	const struct auth_id	*id;		/* -k, -i */
+	const struct auth_id	*id2;		/* -o, -O, or NULL */
+	bool			require;	/* -M: the port requires auth */
+	struct alane		good;		/* case "good", kept open */
+	bool			have_good;
+	const char		*lost_after;	/* the good session died there */
+	char			why[1024];
+};
+
+/* Results: 1 passed, 0 failed, -1 skipped; the details in p->why. */
+#define AP_PASS		1
+#define AP_FAIL		0
+#define AP_SKIP		-1
+
+static int ap_say(struct aprobe *p, int res, const struct alane *al,
+		  const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(p->why, sizeof(p->why), fmt, ap);
+	va_end(ap);
+	n = strlen(p->why);
+	if (al && al->log[0])
+		snprintf(p->why + n, sizeof(p->why) - n, " [%s]", al->log);
+	return res;
+}
+
+static int ap_selftest(struct aprobe *p)
+{
+	char why[512];
+
+	if (auth_selftest(why, sizeof(why)))
+		return ap_say(p, AP_FAIL, NULL, "%s", why);
+	return ap_say(p, AP_PASS, NULL,
+		      "SHA-256, HMAC-SHA256, key schedule, key strings");
+}
+
+/* a) The right key: the handshake completes, the target proves its key. */
+static int ap_good(struct aprobe *p)
+{
+	struct alane *al = &p->good;
+	struct tern_wire_hello h;
+	char why[160];
+
+	if (al_connect(p->peer, al))
+		return ap_say(p, AP_FAIL, al, "no connection");
+	auth_hello_fill(&h, p->id->identity);
+	if (al_handshake(al, &p->id->keys, &h, why, sizeof(why)))
+		return ap_say(p, AP_FAIL, al, "%s", why);
+	if (al_ping(al))
+		return ap_say(p, AP_FAIL, al, "authenticated, but no PONG");
+	p->have_good = true;
+	return ap_say(p, AP_PASS, al,
+		      "'%s': features 0x%x, %u lanes, the target's proof verified",
+		      p->id->identity, le32toh(al->ack.features),
+		      le16toh(al->ack.nr_lanes));
+}
+
+/*
+ * A refusal in the HELLO_ACK or (@auth) the AUTH_ACK with status @want
+ * (or @also), then a close.
+ */
+static int ap_refused2(struct aprobe *p, struct alane *al, enum got g,
+		       bool auth, int want, int also, const char *what)
+{
+	int status;
+
+	if (!al_got(al, g, auth ? TERN_WIRE_AUTH_ACK : TERN_WIRE_HELLO_ACK))
+		return ap_say(p, AP_FAIL, al, "%s: no %s", what,
+			      auth ? "AUTH_ACK" : "HELLO_ACK");
+	status = auth ? auth_status(&al->auth_ack) : ack_status(&al->ack);
+	if (status != want && status != also)
+		return ap_say(p, AP_FAIL, al, "%s: status %d, expected %d",
+			      what, status, want);
+	if (al_recv(al, 3000) != GOT_CLOSED)
+		return ap_say(p, AP_FAIL, al, "%s: refused (%d), not closed",
+			      what, status);
+	return ap_say(p, AP_PASS, al, "%s: refused with %d, closed", what,
+		      status);
+}
+
+static int ap_refused(struct aprobe *p, struct alane *al, enum got g,
+		      bool auth, int want, const char *what)
+{
+	return ap_refused2(p, al, g, auth, want, want, what);
+}
+
+/* The HELLO_ACK a lane must get to go on: a challenge. */
+static int ap_challenged(struct aprobe *p, struct alane *al, enum got g)
+{
+	char why[160];
+
+	if (!al_got(al, g, TERN_WIRE_HELLO_ACK))
+		return ap_say(p, AP_FAIL, al, "no HELLO_ACK");
+	if (!al_challenge_ok(al, why, sizeof(why)))
+		return ap_say(p, AP_FAIL, al, "%s", why);
+	return AP_PASS;
+}
+
+/*
+ * b) The HELLO and AUTH of the good handshake again, byte for byte, on a
+ * new connection: the acceptor's fresh nonce must make the proof stale.
+ */
+static int ap_replay(struct aprobe *p)
+{
+	u8 raw[sizeof(p->good.raw_auth)];
+	struct tern_wire_hdr h;
+	struct alane al;
+	enum got g;
+	int res;
+
+	if (!p->have_good)
+		return ap_say(p, AP_SKIP, NULL, "no good handshake to replay");
+	if (al_connect(p->peer, &al))
+		return ap_say(p, AP_FAIL, &al, "no connection");
+	al.hello = p->good.hello;
+	if (al_send_raw(&al, TERN_WIRE_HELLO, p->good.raw_hello,
+			sizeof(p->good.raw_hello)))
+		return ap_say(p, AP_FAIL, &al, "HELLO not sent");
+	g = al_recv(&al, 3000);
+	res = ap_challenged(p, &al, g);
+	if (res != AP_PASS)
+		goto out;
+	if (!memcmp(al.ack.nonce, p->good.ack.nonce, sizeof(al.ack.nonce))) {
+		res = ap_say(p, AP_FAIL, &al, "the acceptor's nonce is the same again");
+		goto out;
+	}
+	/* header seq is per connection, so the recorded bytes fit as they are */
+	memcpy(raw, p->good.raw_auth, sizeof(raw));
+	memcpy(&h, raw, HDR_LEN);
+	if (le32toh(h.ack) != al.rx_seq) {
+		h.ack = htole32(al.rx_seq);
+		h.hdr_crc = htole32(crc32c(&h, HDR_CRC_LEN));
+		memcpy(raw, &h, HDR_LEN);
+		al_note(&al, "(ack resealed) ");
+	}
+	if (al_send_raw(&al, TERN_WIRE_AUTH, raw, sizeof(raw))) {
+		res = ap_say(p, AP_FAIL, &al, "AUTH not sent");
+		goto out;
+	}
+	res = ap_refused(p, &al, al_recv(&al, 3000), true, -EKEYREJECTED,
+			 "the replayed AUTH");
+out:
+	al_close(&al);
+	return res;
+}
+
+/* c) A connector with the identity but not its key. */
+static int ap_wrong_key(struct aprobe *p)
+{
+	u8 secret[AUTH_KEY_LEN];
+	struct tern_wire_hello h;
+	struct auth_keys k;
+	struct alane al;
+	int res;
+
+	random_bytes(secret, sizeof(secret));
+	auth_derive(secret, p->id->identity, &k);
+	if (al_connect(p->peer, &al))
+		return ap_say(p, AP_FAIL, &al, "no connection");
+	auth_hello_fill(&h, p->id->identity);
+	res = ap_challenged(p, &al, al_hello(&al, &h));
+	if (res == AP_PASS) {
+		al_prove(&al, &k);
+		al_send_auth(&al);
+		res = ap_refused(p, &al, al_recv(&al, 3000), true,
+				 -EKEYREJECTED, "a random key");
+	}
+	al_close(&al);
+	return res;
+}
+
+/* An authenticating HELLO as @identity, refused with @want at once. */
+static int ap_hello_refused(struct aprobe *p, const char *identity,
+			    int want, const char *what)
+{
+	struct tern_wire_hello h;
+	struct alane al;
+	int res;
+
+	if (al_connect(p->peer, &al))
+		return ap_say(p, AP_FAIL, &al, "no connection");
+	auth_hello_fill(&h, "x");
+	memset(h.identity, 0, sizeof(h.identity));
+	memcpy(h.identity, identity, strlen(identity));
+	res = ap_refused(p, &al, al_hello(&al, &h), false, want, what);
+	al_close(&al);
+	return res;
+}
+
+/* d) An identity the acceptor has no key for. */
+static int ap_unknown(struct aprobe *p)
+{
+	const char *nobody = "nobody-here";
+
+	if (!strcmp(nobody, p->id->identity) ||
+	    (p->id2 && !strcmp(nobody, p->id2->identity)))
+		nobody = "nobody-here-either";
+	return ap_hello_refused(p, nobody, -ENOKEY, nobody);
+}
+
+/* An identity outside [A-Za-z0-9._:-]: malformed, whatever the keys. */
+static int ap_bad_identity(struct aprobe *p)
+{
+	return ap_hello_refused(p, "bad identity", -EINVAL,
+				"identity 'bad identity'");
+}
+
+/* Without TERN_FEAT_AUTH, a nonce or an identity is malformed. */
+static int ap_plain_fields(struct aprobe *p)
+{
+	struct tern_wire_hello h;
+	struct alane al;
+	int i, res = AP_PASS;
+
+	for (i = 0; i < 2 && res == AP_PASS; i++) {
+		if (al_connect(p->peer, &al))
+			return ap_say(p, AP_FAIL, &al, "no connection");
+		auth_hello_fill(&h, p->id->identity);
+		h.features = 0;
+		if (i)
+			memset(h.nonce, 0, sizeof(h.nonce));
+		else
+			memset(h.identity, 0, sizeof(h.identity));
+		res = ap_refused(p, &al, al_hello(&al, &h), false, -EINVAL,
+				 i ? "an identity without TERN_FEAT_AUTH" :
+				     "a nonce without TERN_FEAT_AUTH");
+		al_close(&al);
+	}
+	return res;
+}
+
+/* A HELLO for a lane of the good session: its ids, another lane. */
+static void ap_hijack_hello(struct aprobe *p, struct tern_wire_hello *h)
+{
+	*h = p->good.hello;
+	if (le16toh(p->good.ack.nr_lanes) > 1)
+		h->lane_idx = htole16(1);
+	memset(h->nonce, 0, sizeof(h->nonce));
+	memset(h->identity, 0, sizeof(h->identity));
+}
+
+/* e) The good session's lane, proven as another identity. */
+static int ap_hijack_auth(struct aprobe *p)
+{
+	struct tern_wire_hello h;
+	struct alane al;
+	int res;
+
+	if (!p->have_good)
+		return ap_say(p, AP_SKIP, NULL, "no good session to join");
+	if (!p->id2)
+		return ap_say(p, AP_SKIP, NULL, "no second identity (-O, -o)");
+	if (al_connect(p->peer, &al))
+		return ap_say(p, AP_FAIL, &al, "no connection");
+	ap_hijack_hello(p, &h);
+	random_bytes(h.nonce, sizeof(h.nonce));
+	memcpy(h.identity, p->id2->identity, strlen(p->id2->identity));
+	res = ap_challenged(p, &al, al_hello(&al, &h));
+	if (res == AP_PASS) {
+		al_prove(&al, &p->id2->keys);
+		al_send_auth(&al);
+		res = ap_refused(p, &al, al_recv(&al, 3000), true, -EPERM,
+				 p->id2->identity);
+	} else if (al.ack.status == htole32((u32)-ENOKEY)) {
+		snprintf(p->why + strlen(p->why),
+			 sizeof(p->why) - strlen(p->why),
+			 " (does the port know the key of '%s'?)",
+			 p->id2->identity);
+	}
+	al_close(&al);
+	return res;
+}
+
+/* e) The good session's lane, not authenticated at all. */
+static int ap_hijack_plain(struct aprobe *p)
+{
+	struct tern_wire_hello h;
+	struct alane al;
+	int res;
+
+	if (!p->have_good)
+		return ap_say(p, AP_SKIP, NULL, "no good session to join");
+	if (al_connect(p->peer, &al))
+		return ap_say(p, AP_FAIL, &al, "no connection");
+	ap_hijack_hello(p, &h);
+	h.features &= ~htole32(TERN_FEAT_AUTH);
+	/* either refusal will do: which the port checks first is its own */
+	res = ap_refused2(p, &al, al_hello(&al, &h), false,
+			  p->require ? -ENOKEY : -EPERM,
+			  p->require ? -EPERM : -ENOKEY, "a plain lane");
+	al_close(&al);
+	return res;
+}
+
+/* f) A plain HELLO for a new session: only a port that requires auth refuses. */
+static int ap_plain(struct aprobe *p)
+{
+	struct tern_wire_hello h;
+	struct alane al;
+	enum got g;
+	int res;
+
+	if (al_connect(p->peer, &al))
+		return ap_say(p, AP_FAIL, &al, "no connection");
+	auth_hello_fill(&h, NULL);
+	g = al_hello(&al, &h);
+	if (p->require) {
+		res = ap_refused(p, &al, g, false, -ENOKEY,
+				 "a port that requires authentication");
+	} else if (!al_got(&al, g, TERN_WIRE_HELLO_ACK) || al.ack.status ||
+		   (al.ack.features & htole32(TERN_FEAT_AUTH))) {
+		res = ap_say(p, AP_FAIL, &al,
+			     "a port without -M must let a plain lane in");
+	} else {
+		res = ap_say(p, AP_PASS, &al, "let in, as the port allows (no -M)");
+	}
+	al_close(&al);
+	return res;
+}
+
+/*
+ * g) After what an AUTH case sent, the acceptor must close the
+ * connection and never say 0 in an AUTH_ACK, or (@one_ok) at most once,
+ * to the one right AUTH.
+ */
+static int ap_dropped(struct aprobe *p, struct alane *al, bool one_ok)
+{
+	unsigned int acks, oks;
+
+	switch (al_drain(al, 3000, &acks, &oks)) {
+	case -1:
+		return ap_say(p, AP_FAIL, al, "the connection stayed open");
+	case -2:
+		return ap_say(p, AP_FAIL, al, "a malformed frame");
+	}
+	if (oks > one_ok)
+		return ap_say(p, AP_FAIL, al, "AUTH_ACK status 0");
+	if (one_ok && acks > 1)
+		return ap_say(p, AP_FAIL, al, "an AUTH answered twice");
+	return ap_say(p, AP_PASS, al, "dropped");
+}
+
+/* A new lane of a new session as far as its challenge, as id. */
+static int ap_challenge(struct aprobe *p, struct alane *al)
+{
+	struct tern_wire_hello h;
+	int res;
+
+	if (al_connect(p->peer, al))
+		return ap_say(p, AP_FAIL, al, "no connection");
+	auth_hello_fill(&h, p->id->identity);
+	res = ap_challenged(p, al, al_hello(al, &h));
+	if (res != AP_PASS)
+		al_close(al);
+	return res;
+}
+
+static int ap_auth_first(struct aprobe *p)
+{
+	struct alane al;
+	int res;
+
+	if (al_connect(p->peer, &al))
+		return ap_say(p, AP_FAIL, &al, "no connection");
+	random_bytes(al.auth.proof, sizeof(al.auth.proof));
+	al_send_auth(&al);
+	res = ap_dropped(p, &al, false);
+	al_close(&al);
+	return res;
+}
+
+/* AUTH right behind the HELLO: a proof over a HELLO_ACK not yet seen. */
+static int ap_auth_early(struct aprobe *p)
+{
+	struct tern_wire_hello h;
+	struct alane al;
+	int res;
+
+	if (al_connect(p->peer, &al))
+		return ap_say(p, AP_FAIL, &al, "no connection");
+	auth_hello_fill(&h, p->id->identity);
+	al.hello = h;
+	al_send(&al, TERN_WIRE_HELLO, &h, sizeof(h), NULL);
+	al_prove(&al, &p->id->keys);	/* al.ack: all zero */
+	al.rx_seq = 1;
+	al_send_auth(&al);
+	res = ap_dropped(p, &al, false);
+	al_close(&al);
+	return res;
+}
+
+/* The right proof in an AUTH with its status (@status) or reserved set. */
+static int ap_auth_reserved(struct aprobe *p, bool status)
+{
+	struct alane al;
+	int res;
+
+	res = ap_challenge(p, &al);
+	if (res != AP_PASS)
+		return res;
+	al_prove(&al, &p->id->keys);
+	if (status)
+		al.auth.status = htole32(1);
+	else
+		al.auth.reserved = htole32(1);
+	al_send_auth(&al);
+	res = ap_dropped(p, &al, false);
+	al_close(&al);
+	return res;
+}
+
+static int ap_auth_reserved1(struct aprobe *p)
+{
+	return ap_auth_reserved(p, false);
+}
+
+static int ap_auth_status(struct aprobe *p)
+{
+	return ap_auth_reserved(p, true);
+}
+
+/* Two AUTHs at once: a wrong proof then the right one, or the right twice. */
+static int ap_auth_twice(struct aprobe *p, bool wrong_first)
+{
+	struct tern_wire_auth right;
+	struct alane al;
+	int res;
+
+	res = ap_challenge(p, &al);
+	if (res != AP_PASS)
+		return res;
+	al_prove(&al, &p->id->keys);
+	right = al.auth;
+	if (wrong_first)
+		al.auth.proof[0] ^= 1;
+	al_send_auth(&al);
+	al.auth = right;
+	al_send_auth(&al);
+	res = ap_dropped(p, &al, !wrong_first);
+	al_close(&al);
+	return res;
+}
+
+static int ap_auth_wrong_right(struct aprobe *p)
+{
+	return ap_auth_twice(p, true);
+}
+
+static int ap_auth_right_twice(struct aprobe *p)
+{
+	return ap_auth_twice(p, false);
+}
+
+/* The connector's side of the frame types: an AUTH_ACK instead of AUTH. */
+static int ap_auth_ack(struct aprobe *p)
+{
+	struct alane al;
+	int res;
+
+	res = ap_challenge(p, &al);
+	if (res != AP_PASS)
+		return res;
+	al_prove(&al, &p->id->keys);
+	al_send(&al, TERN_WIRE_AUTH_ACK, &al.auth, sizeof(al.auth), NULL);
+	res = ap_dropped(p, &al, false);
+	al_close(&al);
+	return res;
+}
+
+/* The good session lived through all of it. */
+static int ap_survived(struct aprobe *p)
+{
+	if (!p->have_good)
+		return ap_say(p, AP_SKIP, NULL, "no good session");
+	if (p->lost_after)
+		return ap_say(p, AP_FAIL, NULL, "its lane died during '%s'",
+			      p->lost_after);
+	if (al_ping(&p->good))
+		return ap_say(p, AP_FAIL, &p->good, "no PONG");
+	return ap_say(p, AP_PASS, NULL, "PING answered");
+}
+
+static const struct {
+	const char	*name;
+	int		(*run)(struct aprobe *p);
+} ap_cases[] = {
+	{ "crypto known answers", ap_selftest },
+	{ "good: the right key, the target proves it, PING answered", ap_good },
+	{ "replay: the good HELLO and AUTH again -> AUTH_ACK -EKEYREJECTED", ap_replay },
+	{ "wrong key -> AUTH_ACK -EKEYREJECTED", ap_wrong_key },
+	{ "unknown identity -> HELLO_ACK -ENOKEY", ap_unknown },
+	{ "malformed identity -> HELLO_ACK -EINVAL", ap_bad_identity },
+	{ "nonce or identity without TERN_FEAT_AUTH -> HELLO_ACK -EINVAL", ap_plain_fields },
+	{ "hijack: the good session as another identity -> AUTH_ACK -EPERM", ap_hijack_auth },
+	{ "hijack: the good session unauthenticated -> HELLO_ACK -EPERM/-ENOKEY", ap_hijack_plain },
+	{ "downgrade: a plain HELLO -> -ENOKEY with -M, else let in", ap_plain },
+	{ "AUTH as the first frame -> dropped", ap_auth_first },
+	{ "AUTH before the HELLO_ACK -> dropped, never AUTH_ACK 0", ap_auth_early },
+	{ "AUTH with reserved set -> dropped", ap_auth_reserved1 },
+	{ "AUTH with status set -> dropped", ap_auth_status },
+	{ "two AUTHs, wrong then right -> dropped, never AUTH_ACK 0", ap_auth_wrong_right },
+	{ "two AUTHs, right twice -> one AUTH_ACK, dropped", ap_auth_right_twice },
+	{ "AUTH_ACK from the connector -> dropped", ap_auth_ack },
+	{ "the good session survived all of it", ap_survived },
+};
+
+#define AP_COUNT	ARRAY_SIZE(ap_cases)
+
+/*
+ * -A: the cases against an acceptor, a kselftest line each. 0 if all
+ * passed or were skipped.
+ */
+static int auth_probe(const struct peer *peer, const struct auth_id *id,
+		      const struct auth_id *id2, bool require)
+{
+	unsigned int i, pass = 0, fail = 0, skip = 0;
+	struct aprobe *p = calloc(1, sizeof(*p));
+	int res;
+
+	if (!p)
+		return 1;
+	p->peer = peer;
+	p->id = id;
+	p->id2 = id2;
+	p->require = require;
+	p->good.fd = -1;
+	printf("TAP version 13\n1..%zu\n", AP_COUNT);
+	for (i = 0; i < AP_COUNT; i++) {
+		p->why[0] = 0;
+		res = ap_cases[i].run(p);
+		if (p->why[0])
+			printf("# %s\n", p->why);
+		if (res == AP_SKIP) {
+			skip++;
+			printf("ok %u auth: %s # SKIP\n", i + 1, ap_cases[i].name);
+		} else if (res == AP_PASS) {
+			pass++;
+			printf("ok %u auth: %s\n", i + 1, ap_cases[i].name);
+		} else {
+			fail++;
+			printf("not ok %u auth: %s\n", i + 1, ap_cases[i].name);
+		}
+		fflush(stdout);
+		/* the good session must live through every case: ask it */
+		p->good.log[0] = 0;
+		if (p->have_good && !p->lost_after && i + 1 < AP_COUNT &&
+		    ap_cases[i].run != ap_good && al_ping(&p->good))
+			p->lost_after = ap_cases[i].name;
+	}
+	printf("# Totals: pass:%u fail:%u xfail:0 xpass:0 skip:%u error:0\n",
+	       pass, fail, skip);
+	al_close(&p->good);
+	free(p);
+	return fail ? 1 : 0;
+}
+
 /*
  * Flood modes (-F MODE): resource exhaustion instead of malformed frames.
  * Every connection is well formed; the listener must hold its caps:
@@ -944,14 +2644,6 @@ struct flood_opts {
 	unsigned int keepalive_ms;
 	int rcvbuf;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
 
 static void raise_nofile(unsigned long want)
 {
@@ -1181,6 +2873,17 @@ static int parse_peer(const char *host, const char *port, struct peer *peer)
  * or past HT_HOSTILE_SECTOR, far from what a partition scan reads.
  * "-T check=SECTOR" does not listen: it checks that stdin holds the
  * export's data from SECTOR on.
+ *
+ * Authentication: with -k KEYFILE (for the identity -i, or for any) a
+ * HELLO asking to authenticate is challenged and its AUTH checked as a
+ * tern_target port would, in every case; without, it is refused with
+ * -ENOKEY. Three cases are about it: "noauth" answers such a HELLO
+ * without TERN_FEAT_AUTH and nonce (a downgrade), "badproof" challenges
+ * it and answers its AUTH with status 0 and a random proof (a target
+ * without the key), both without needing a key; the client must refuse
+ * either, and if it sends anything after, "ACCEPTED" is logged.
+ * "goodauth" (needs -k) misbehaves in nothing and, as a port that
+ * requires authentication, refuses a plain HELLO with -ENOKEY.
  */
 #define HT_CAPACITY		(64ULL << 11)	/* sectors: 64 MiB */
 #define HT_MAX_TRANSFER		(32U << 10)
@@ -1217,6 +2920,9 @@ enum ht_case {
 	HT_SLOWLORIS,		/* read the HELLO, never answer */
 	HT_HALF_ACK,		/* half a HELLO_ACK, then nothing */
 	HT_ACCEPT_CLOSE,	/* close every connection at once */
+	HT_NOAUTH,		/* asked to authenticate: a plain HELLO_ACK */
+	HT_BADPROOF,		/* a challenge, then AUTH_ACK 0, a random proof */
+	HT_GOODAUTH,		/* none: authenticates with -k, requires it */
 	HT_CHECK,		/* =SECTOR: check stdin, do not listen */
 	HT_CASE_COUNT
 };
@@ -1228,7 +2934,7 @@ static const char *const ht_case_names[HT_CASE_COUNT] = {
 	"tid-future", "tid-dup", "read-short", "read-long", "read-front",
 	"front-big", "trickle-read", "trickle-open", "watch-storm",
 	"bad-crc-read", "bad-crc-open", "slowloris", "half-ack",
-	"accept-close", "check",
+	"accept-close", "noauth", "badproof", "goodauth", "check",
 };
 
 /* Geometry faults of HT_GEOM and HT_INFO_GEOM. */
@@ -1258,6 +2964,9 @@ static struct {
 	long long	arg;
 	unsigned long	bad_conns;	/* misbehave on these first; 0: all */
 	u64		incarnation;
+	bool		have_key;	/* -k: connectors may authenticate */
+	const char	*identity;	/* -i: only this one; NULL: any */
+	u8		secret[AUTH_KEY_LEN];
 } ht;
 
 /* One accepted connection, in its own process. */
@@ -1266,6 +2975,7 @@ struct ht_conn {
 	unsigned int		nr;	/* accepted as the nr-th, from 1 */
 	bool			bad;	/* misbehave on this one */
 	bool			crc;	/* data CRC negotiated */
+	bool			fake;	/* let in without proving the key */
 	u32			tx_seq;
 	u32			rx_seq;
 	u32			max_front;
@@ -1401,10 +3111,96 @@ static int ht_idle(struct ht_conn *c)
 	return 0;
 }
 
+/*
+ * What an acceptor with our key (-k: for -i, or for any identity) says to
+ * a HELLO before it misbehaves: 0; -EINVAL for a nonce or identity
+ * without TERN_FEAT_AUTH or a malformed identity; -ENOKEY for an identity
+ * it has no key for, or for a plain HELLO if it requires authentication
+ * (goodauth). noauth and badproof need no key to lie.
+ */
+static int ht_auth_check(const struct ht_conn *c,
+			 const struct tern_wire_hello *h)
+{
+	const char *id = h->identity;
+	size_t len = strnlen(id, sizeof(h->identity));
+
+	if (!(le32toh(h->features) & TERN_FEAT_AUTH)) {
+		if (!all_zero(h->nonce, sizeof(h->nonce)) ||
+		    !all_zero(id, sizeof(h->identity)))
+			return -EINVAL;
+		return ht.kase == HT_GOODAUTH ? -ENOKEY : 0;
+	}
+	if (len == sizeof(h->identity) || !identity_valid(id) ||
+	    !all_zero(id + len, sizeof(h->identity) - len))
+		return -EINVAL;
+	if (c->bad && (ht.kase == HT_NOAUTH || ht.kase == HT_BADPROOF))
+		return 0;
+	if (!ht.have_key || (ht.identity && strcmp(id, ht.identity))) {
+		ht_log(c, "no key for '%s'", id);
+		return -ENOKEY;
+	}
+	return 0;
+}
+
+/*
+ * Our challenge is out: the connector's AUTH, and our AUTH_ACK. With the
+ * key, a wrong proof is refused and a right one answered with our proof;
+ * badproof answers 0 with a random proof, as a target without the key
+ * would have to. 0 if the lane is in, else -1 (close).
+ */
+static int ht_authenticate(struct ht_conn *c, const struct tern_wire_hello *h,
+			   const struct tern_wire_hello *ack)
+{
+	u8 host[SHA256_LEN], target[SHA256_LEN];
+	struct tern_wire_auth a, reply;
+	struct auth_keys k;
+
+	if (ht_recv(c, 10000) || c->hdr.type != TERN_WIRE_AUTH ||
+	    c->front_len != sizeof(a) || c->hdr.data_len) {
+		ht_log(c, "no AUTH after our challenge");
+		return -1;
+	}
+	memcpy(&a, c->front, sizeof(a));
+	if (a.status || a.reserved) {
+		ht_log(c, "reserved fields set in AUTH");
+		return -1;
+	}
+	memset(&reply, 0, sizeof(reply));
+	if (c->bad && ht.kase == HT_BADPROOF) {
+		random_bytes(reply.proof, sizeof(reply.proof));
+		ht_log(c, "AUTH of '%.63s' read: AUTH_ACK 0 with a random proof",
+		       h->identity);
+		c->fake = true;
+	} else if (!ht.have_key) {	/* ack-features made us challenge */
+		reply.status = htole32((u32)-ENOKEY);
+	} else {
+		auth_derive(ht.secret, h->identity, &k);
+		auth_proofs(&k, h, ack, host, target);
+		if (memcmp(a.proof, host, sizeof(host))) {
+			reply.status = htole32((u32)-EKEYREJECTED);
+			ht_log(c, "'%.63s' failed to prove the key", h->identity);
+		} else {
+			memcpy(reply.proof, target, sizeof(target));
+			ht_log(c, "'%.63s' authenticated; our proof sent",
+			       h->identity);
+		}
+	}
+	ht_begin(c, TERN_WIRE_AUTH_ACK, 0, 0);
+	ht_put(&reply, sizeof(reply));
+	if (ht_send(c, sizeof(reply)))
+		return -1;
+	if (reply.status) {
+		usleep(200 * 1000);
+		return -1;
+	}
+	return 0;
+}
+
 static int ht_handshake(struct ht_conn *c)
 {
 	struct tern_wire_hello h, ack;
 	u32 max_data, max_front;
+	int refuse;
 	u16 qd;
 
 	if (ht_recv(c, 10000) || c->hdr.type != TERN_WIRE_HELLO ||
@@ -1417,9 +3213,23 @@ static int ht_handshake(struct ht_conn *c)
 		ht_log(c, "HELLO read, never answered");
 		return ht_idle(c) ?: -1;
 	}
+	refuse = ht_auth_check(c, &h);
+	if (refuse) {
+		/* as a tern acceptor refuses: our ids and the status only */
+		memset(&ack, 0, sizeof(ack));
+		ack.session_id = h.session_id;
+		ack.cookie = h.cookie;
+		ack.lane_idx = h.lane_idx;
+		ack.incarnation = htole64(ht.incarnation);
+		ack.status = htole32((u32)refuse);
+		goto send;
+	}
 	ack = h;
+	memset(ack.nonce, 0, sizeof(ack.nonce));
+	memset(ack.identity, 0, sizeof(ack.identity));
 	ack.incarnation = htole64(ht.incarnation);
-	ack.features = h.features & htole32(TERN_FEAT_DATA_CRC);
+	ack.features = h.features & htole32(TERN_FEAT_DATA_CRC |
+					    TERN_FEAT_AUTH);
 	max_data = le32toh(h.max_data);
 	ack.max_data = htole32(max_data < HT_MAX_DATA ? max_data : HT_MAX_DATA);
 	max_front = le32toh(h.max_front);
@@ -1460,10 +3270,21 @@ static int ht_handshake(struct ht_conn *c)
 		case HT_ACK_LANE_IDX:
 			ack.lane_idx = htole16(le16toh(h.lane_idx) + 1);
 			break;
+		case HT_NOAUTH:
+			if (!(ack.features & htole32(TERN_FEAT_AUTH)))
+				break;
+			ack.features &= ~htole32(TERN_FEAT_AUTH);
+			ht_log(c, "'%.63s' asks to authenticate: HELLO_ACK without it",
+			       h.identity);
+			c->fake = true;
+			break;
 		default:
 			break;
 		}
 	}
+	if (ack.features & htole32(TERN_FEAT_AUTH))
+		random_bytes(ack.nonce, sizeof(ack.nonce));
+send:
 	c->crc = le32toh(ack.features) & TERN_FEAT_DATA_CRC;
 	c->max_front = le32toh(ack.max_front);
 	ht_begin(c, TERN_WIRE_HELLO_ACK, 0, 0);
@@ -1487,6 +3308,11 @@ static int ht_handshake(struct ht_conn *c)
 		usleep(200 * 1000);
 		return -1;
 	}
+	if (ack.features & htole32(TERN_FEAT_AUTH))
+		return ht_authenticate(c, &h, &ack);
+	if (c->bad && (ht.kase == HT_NOAUTH || ht.kase == HT_BADPROOF) &&
+	    !c->fake)
+		ht_log(c, "the HELLO did not ask to authenticate");
 	return 0;
 }
 
@@ -1710,6 +3536,11 @@ static int ht_conn_run(int fd, unsigned int nr)
 	for (;;) {
 		if (ht_recv(c, -1))
 			return 0;
+		if (c->fake) {
+			ht_log(c, "ACCEPTED: the client went on without our proof (%s)",
+			       ht_case_names[ht.kase]);
+			c->fake = false;
+		}
 		switch (c->hdr.type) {
 		case TERN_WIRE_PING:
 			ht_begin(c, TERN_WIRE_PONG, 0, 0);
@@ -1753,6 +3584,16 @@ static int ht_check(u64 sector)
 	return 0;
 }
 
+/* What "=ARG" case @c takes, or NULL. */
+static const char *ht_case_arg(int c)
+{
+	if (c <= HT_ACK_FEATURES || c == HT_OPEN_STATUS)
+		return "N";
+	if (c == HT_GEOM || c == HT_INFO_GEOM)
+		return "WHAT";
+	return c == HT_CHECK ? "SECTOR" : NULL;
+}
+
 static int ht_parse(const char *spec)
 {
 	const char *eq = strchr(spec, '=');
@@ -1768,8 +3609,7 @@ static int ht_parse(const char *spec)
 	if (c == HT_CASE_COUNT)
 		return -1;
 	ht.kase = c;
-	want_arg = c <= HT_ACK_FEATURES || c == HT_OPEN_STATUS ||
-		   c == HT_GEOM || c == HT_INFO_GEOM || c == HT_CHECK;
+	want_arg = ht_case_arg(c);
 	if (!want_arg != !eq || (eq && !eq[1]))
 		return -1;
 	if (!eq)
@@ -1787,11 +3627,13 @@ static int ht_parse(const char *spec)
 }
 
 /*
- * -T CASE -l PORT [-a ADDR] [-N CONNS] [-s SEED]: serve until killed; a
- * child per connection, which dies with us. 2 on bad arguments.
+ * -T CASE -l PORT [-a ADDR] [-N CONNS] [-s SEED] [-k KEYFILE [-i ID]]:
+ * serve until killed; a child per connection, which dies with us. 2 on
+ * bad arguments.
  */
 static int hostile_target(const char *spec, const char *host,
-			  const char *port, unsigned long bad_conns)
+			  const char *port, unsigned long bad_conns,
+			  const char *keyfile, const char *identity)
 {
 	struct peer self;
 	unsigned int nr;
@@ -1803,6 +3645,15 @@ static int hostile_target(const char *spec, const char *host,
 	crc32c_init();
 	if (ht.kase == HT_CHECK)
 		return ht_check(ht.arg);
+	if ((identity && !keyfile) || (ht.kase == HT_GOODAUTH && !keyfile))
+		return 2;
+	if (keyfile) {
+		if ((identity && identity_check(identity)) ||
+		    key_read(keyfile, ht.secret))
+			return 1;
+		ht.have_key = true;
+		ht.identity = identity;
+	}
 	if (!port || parse_peer(host ?: "127.0.0.1", port, &self))
 		return 2;
 	ht.bad_conns = bad_conns;
@@ -1816,7 +3667,9 @@ static int hostile_target(const char *spec, const char *host,
 		return 1;
 	}
 	signal(SIGCHLD, SIG_IGN);	/* children reap themselves */
-	printf("# hostile target %s listening on port %s\n", spec, port);
+	printf("# hostile target %s listening on port %s%s%s\n", spec, port,
+	       !keyfile ? "" : ", with a key for ",
+	       !keyfile ? "" : identity ?: "any identity");
 	fflush(stdout);
 	for (nr = 1;; nr++) {
 		fd = accept(lfd, NULL, NULL);
@@ -1855,10 +3708,27 @@ static int hostile_target(const char *spec, const char *host,
 
 static void die_usage(void)
 {
+	int c;
+
 	fprintf(stderr, "usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]\n"
-			"       tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]\n"
+			"       tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT] [-k KEYFILE -i IDENTITY]\n"
+			"       tern_fuzz -a ADDR -p PORT -A -k KEYFILE -i IDENTITY [-o KEYFILE2 -O IDENTITY2] [-M]\n"
 			"       tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS] [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS]\n"
-			"       tern_fuzz -T CASE[=ARG] -l PORT [-a ADDR] [-N CONNS] [-s SEED]\n");
+			"       tern_fuzz -T CASE[=ARG] -l PORT [-a ADDR] [-N CONNS] [-s SEED] [-k KEYFILE [-i IDENTITY]]\n"
+			"\n"
+			"-A: the authentication probe; -M: the port requires authentication\n"
+			"-c CASE:");
+	for (c = 0; c < CASE_COUNT; c++)
+		fprintf(stderr, "%s%s", c % 6 ? " " : "\n  ", case_names[c]);
+	fprintf(stderr, "\n-F MODE:\n  handshakes sessions lanes noread\n-T CASE:");
+	for (c = 0; c < HT_CASE_COUNT; c++)
+		fprintf(stderr, "%s%s%s%s", c % 6 ? " " : "\n  ",
+			ht_case_names[c], ht_case_arg(c) ? "=" : "",
+			ht_case_arg(c) ?: "");
+	fprintf(stderr, "\n  WHAT:");
+	for (c = 0; c < HT_G_COUNT; c++)
+		fprintf(stderr, " %s", ht_geom_names[c]);
+	fprintf(stderr, "\n  goodauth needs -k; with -k, every case authenticates\n");
 	exit(2);
 }
 
@@ -1867,18 +3737,40 @@ int main(int argc, char **argv)
 	unsigned long per_case[CASE_COUNT] = { 0 };
 	const char *host = NULL, *port = NULL, *export = NULL, *ro = NULL;
 	const char *hostile = NULL, *lport = NULL;
+	const char *keyfile = NULL, *identity = NULL;
+	const char *keyfile2 = NULL, *identity2 = NULL;
+	bool auth = false, require = false;
 	unsigned long bad_conns = 0;
 	unsigned long frames = 10000;
 	struct flood_opts fo = { .conns = 1000, .lanes = 64, .reqs = 16,
 				 .size = 1 << 20, .hold = 5 };
+	struct auth_id id, id2;
 	int only = -1;
 	struct peer peer;
 	int opt, c;
 
 	rng_state = (u64)time(NULL) | 1;
 	while ((opt = getopt(argc, argv,
-			     "a:p:n:s:c:b:r:F:N:L:Q:S:H:R:K:T:l:")) != -1) {
+			     "a:p:n:s:c:b:r:F:N:L:Q:S:H:R:K:T:l:Ak:i:o:O:Mh")) != -1) {
 		switch (opt) {
+		case 'A':
+			auth = true;
+			break;
+		case 'k':
+			keyfile = optarg;
+			break;
+		case 'i':
+			identity = optarg;
+			break;
+		case 'o':
+			keyfile2 = optarg;
+			break;
+		case 'O':
+			identity2 = optarg;
+			break;
+		case 'M':
+			require = true;
+			break;
 		case 'F':
 			fo.mode = optarg;
 			break;
@@ -1940,18 +3832,26 @@ int main(int argc, char **argv)
 		}
 	}
 	if (hostile) {
-		c = hostile_target(hostile, host, lport, bad_conns);
+		c = hostile_target(hostile, host, lport, bad_conns, keyfile,
+				   identity);
 		if (c == 2)
 			die_usage();
 		return c;
 	}
-	if (!host || !port || !frames)
+	if (!host || !port || !frames || !keyfile != !identity ||
+	    !keyfile2 != !identity2 || (auth && !keyfile) ||
+	    (keyfile2 && !auth) || (keyfile && !auth && !export))
 		die_usage();
 	if (parse_peer(host, port, &peer))
 		return 2;
 	crc32c_init();
+	if ((keyfile && key_load(&id, keyfile, identity)) ||
+	    (keyfile2 && key_load(&id2, keyfile2, identity2)))
+		return 2;
+	if (auth)
+		return auth_probe(&peer, &id, keyfile2 ? &id2 : NULL, require);
 	if (export)
-		return block_probe(&peer, export, ro);
+		return block_probe(&peer, export, ro, keyfile ? &id : NULL);
 	if (fo.mode)
 		return fo.lanes ? flood_run(&peer, &fo) : 2;
 	printf("# seed %llu\n", (unsigned long long)rng_state);
@@ -1974,7 +3874,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (count.violations) {
-		fprintf(stderr, "tern_fuzz: the listener mishandled remote data\n");
+		fprintf(stderr, "tern_fuzz: the listener broke the protocol (violations above)\n");
 		return 1;
 	}
 	if ((only == CASE_REMOTE_REQUEST || only == CASE_REMOTE_BAD_DESC) &&

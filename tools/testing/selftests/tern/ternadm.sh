@@ -265,7 +265,7 @@ teardown_target() {
 		adm target port del p0 && adm target export del vol0 || return 1
 	adm target show
 	[ -z "$(ls -A "$CFG/exports")" ] && [ -z "$(ls -A "$CFG/ports")" ] &&
-		[ "$(adm target show --json | tr -d '\n')" = '{"exports":[],"ports":[]}' ]
+		[ "$(adm target show --json | tr -d '\n')" = '{"exports":[],"ports":[],"hosts":[]}' ]
 }
 
 unload() {
