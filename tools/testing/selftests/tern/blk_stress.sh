@@ -20,7 +20,7 @@
 #   TRANSPORT     tcp (default) or rdma; see blk_lib.sh. Over rdma port
 #                 p0 listens on $TERN_RDMA_ADDR0, p1 on $TERN_RDMA_ADDR1.
 #   TERNADM       the ternadm binary (default: the one built in the tree)
-#   CYCLES        map/unmap cycles (default 100)
+#   CYCLES        map/unmap cycles (default 40)
 
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/blk_lib.sh"
@@ -29,7 +29,7 @@ SVC0=7451
 SVC1=7452
 WORK=/var/tmp/tern-blk-stress
 NULLB=/sys/kernel/config/nullb
-CYCLES=${CYCLES:-100}
+CYCLES=${CYCLES:-40}
 NFLUSH=32
 NFUA=32
 

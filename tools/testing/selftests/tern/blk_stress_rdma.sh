@@ -7,4 +7,4 @@
 # again as a TCP one, and the TCP pass already makes the 100.
 # Needs tools/testing/vm/run --rdma; skipped (exit 4) without it.
 
-TRANSPORT=rdma CYCLES=${CYCLES:-50} exec "$(dirname "$0")/blk_stress.sh" "$@"
+TRANSPORT=rdma CYCLES=${CYCLES:-20} exec "$(dirname "$0")/blk_stress.sh" "$@"

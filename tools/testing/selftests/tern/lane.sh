@@ -31,8 +31,11 @@ check_debug_options() {
 	done
 	[ "$(cat /proc/sys/kernel/panic_on_warn)" = 1 ] || return 1
 	[ "$(cat /sys/module/kfence/parameters/sample_interval)" -gt 0 ] || return 1
-	# slab_debug=FZPU turns sanity checks on in every cache
-	[ "$(cat /sys/kernel/slab/kmalloc-64/sanity_checks)" = 1 ]
+	# slab_debug=FZPU turns sanity checks, red zones and poisoning on in
+	# every cache
+	[ "$(cat /sys/kernel/slab/kmalloc-64/sanity_checks)" = 1 ] &&
+		[ "$(cat /sys/kernel/slab/kmalloc-64/red_zone)" = 1 ] &&
+		[ "$(cat /sys/kernel/slab/kmalloc-64/poison)" = 1 ]
 }
 
 load_unload() {
