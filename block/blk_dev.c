@@ -459,13 +459,15 @@ static int tern_blk_ctrl_send(struct tern_blk_dev *dev,
  * Cancel @c, sent and not answered in time, and wait until its done()
  * has run. A reply being received when we cancel (a target trickling it)
  * makes tern_cancel() reset that lane and answer -EBUSY; the request is
- * then resent or parked, and the next try cancels it.
+ * then resent or parked, and the next try cancels it, unless it ends
+ * first (answered on the new lane, or failed after max_lane_faults
+ * resets): that wait consumed the one completion, so it is the end.
  */
 static void tern_blk_ctrl_abort(struct tern_blk_ctrl *c)
 {
-	while (tern_cancel(&c->treq) == -EBUSY &&
-	       !wait_for_completion_timeout(&c->done, HZ))
-		;
+	while (tern_cancel(&c->treq) == -EBUSY)
+		if (wait_for_completion_timeout(&c->done, HZ))
+			return;
 	/* cancelled, or completing: done() runs without waiting on the peer */
 	wait_for_completion(&c->done);
 }

@@ -2913,7 +2913,9 @@ enum ht_case {
 	HT_READ_FRONT,		/* a front on a READ reply */
 	HT_FRONT_BIG,		/* a front above the negotiated max_front */
 	HT_TRICKLE_READ,	/* READ data one byte every 200-500 ms */
-	HT_TRICKLE_OPEN,	/* the OPEN reply's front likewise */
+	HT_TRICKLE_OPEN,	/* the OPEN reply's front a byte a second,
+				 * past the client's 30 s OPEN timeout
+				 */
 	HT_WATCH_STORM,		/* every WATCH answered at once, grown */
 	HT_BAD_CRC_READ,	/* READ replies with a wrong data CRC */
 	HT_BAD_CRC_OPEN,	/* OPEN replies with a wrong data CRC */
@@ -3083,8 +3085,12 @@ static int ht_send(struct ht_conn *c, u32 front_len)
 	return send_frame(c->fd, &fr, HDR_LEN, fr.body_len);
 }
 
-/* The frame in fr: header at once, then its body a byte at a time. */
-static int ht_trickle(struct ht_conn *c)
+/*
+ * The frame in fr: header at once, then its body a byte at a time, one
+ * every @min_ms to @min_ms + @spread_ms.
+ */
+static int ht_trickle(struct ht_conn *c, unsigned int min_ms,
+		      unsigned int spread_ms)
 {
 	size_t i;
 
@@ -3092,7 +3098,7 @@ static int ht_trickle(struct ht_conn *c)
 	if (send_frame(c->fd, &fr, HDR_LEN, 0))
 		return -1;
 	for (i = 0; i < fr.body_len; i++) {
-		usleep((200 + rnd_below(301)) * 1000);
+		usleep((min_ms + rnd_below(spread_ms + 1)) * 1000);
 		if (send_all(c->fd, fr.body + i, 1)) {
 			ht_log(c, "trickle cut after %zu bytes", i);
 			return -1;
@@ -3396,7 +3402,7 @@ static int ht_info_reply(struct ht_conn *c, u64 tid, u8 opcode, u64 known)
 	ht_put(&info, len);
 	if (bad_open && ht.kase == HT_TRICKLE_OPEN) {
 		ht_seal(c, len);
-		return ht_trickle(c);
+		return ht_trickle(c, 1000, 0);
 	}
 	if (bad_open && ht.kase == HT_BAD_CRC_OPEN) {
 		ht_seal(c, len);
@@ -3474,7 +3480,7 @@ static int ht_read(struct ht_conn *c, u64 tid, const struct tern_blk_req *r)
 		ht_begin(c, TERN_WIRE_REPLY, tid, 0);
 		ht_put_data(sector, len, false);
 		ht_seal(c, 0);
-		return ht_trickle(c);
+		return ht_trickle(c, 200, 300);
 	case HT_BAD_CRC_READ:
 		ht_begin(c, TERN_WIRE_REPLY, tid, 0);
 		ht_put_data(sector, len, false);
