@@ -56,6 +56,10 @@ install_packages() {
 	[ -n "$missing" ] || return 0
 	log "installing:" $missing
 	export DEBIAN_FRONTEND=noninteractive
+	# linux-headers pulls in the image of its kernel: its postinst hook
+	# would build an initramfs (and, on a machine without
+	# initramfs-tools, there is no update-initramfs.conf to hold yet)
+	export INITRD=No
 	apt-get update -qq
 	initramfs_hold
 	# shellcheck disable=SC2086

@@ -26,12 +26,12 @@ tern_modules() {
 check_debug_options() {
 	local c
 	c=$(cat /proc/cmdline)
-	for opt in slab_debug=FZPU panic_on_warn=1 hung_task_panic=1; do
+	for opt in slab_debug=FZP panic_on_warn=1 hung_task_panic=1; do
 		case " $c " in *" $opt "*) ;; *) echo "missing $opt"; return 1 ;; esac
 	done
 	[ "$(cat /proc/sys/kernel/panic_on_warn)" = 1 ] || return 1
 	[ "$(cat /sys/module/kfence/parameters/sample_interval)" -gt 0 ] || return 1
-	# slab_debug=FZPU turns sanity checks, red zones and poisoning on in
+	# slab_debug=FZP turns sanity checks, red zones and poisoning on in
 	# every cache
 	[ "$(cat /sys/kernel/slab/kmalloc-64/sanity_checks)" = 1 ] &&
 		[ "$(cat /sys/kernel/slab/kmalloc-64/red_zone)" = 1 ] &&
