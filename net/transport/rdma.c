@@ -146,6 +146,16 @@ module_param(inject_bad_len_every, uint, 0644);
 MODULE_PARM_DESC(inject_bad_len_every,
 		 "Send a remote data descriptor with a wrong length with a chance of one in N requests (0 = off; testing only)");
 
+static unsigned int inject_bad_reply_every;
+module_param(inject_bad_reply_every, uint, 0644);
+MODULE_PARM_DESC(inject_bad_reply_every,
+		 "Send a reply with a tid never sent, tid 0 or an unknown flag with a chance of one in N replies (0 = off; testing only)");
+
+static unsigned int inject_long_reply_every;
+module_param(inject_long_reply_every, uint, 0644);
+MODULE_PARM_DESC(inject_long_reply_every,
+		 "Send a reply of remotely written data claiming more than the requester's buffer with a chance of one in N (0 = off; testing only)");
+
 #define TERN_RDMA_MIN_BUF	4096U
 #define TERN_RDMA_MAX_BUF	65536U
 #define TERN_RDMA_MIN_RECV	8U
@@ -266,6 +276,8 @@ struct tern_rdma_counters {
 	u64		unsignaled_sends;	/* SENDs without a completion */
 	u64		injected_bad_rkeys;
 	u64		injected_bad_lens;
+	u64		injected_bad_replies;
+	u64		injected_long_replies;
 	u64		qp_fatal_events;	/* fatal QP async events */
 	u64		addr_changes;		/* ADDR_CHANGE on a lane's cm_id */
 };
@@ -719,6 +731,43 @@ static void tern_rdma_inject_desc(struct tern_rdma_op *op)
 		d->len ^= cpu_to_le32(BIT(get_random_u32_below(32)));
 		TERN_RDMA_STAT(injected_bad_lens, 1);
 	}
+}
+
+/*
+ * Fault injection on the responder: a hostile target over RDMA, which a
+ * userspace peer cannot play. Only the header as transmitted is spoilt,
+ * after the data moved, so this side sends exactly what it would have.
+ * A reply to a tid never sent or to tid 0, or with an unknown flag, is a
+ * protocol error that resets the requester's lane: the request is resent.
+ * Remote data claiming more than the requester's buffer fails the
+ * request with -EPROTO (protocol.rst).
+ */
+static void tern_rdma_inject_reply(struct tern_rdma_lane *tl)
+{
+	struct tern_wire_hdr *hdr = &tl->tx_hdr;
+	u16 flags = le16_to_cpu(hdr->flags);
+
+	if ((flags & TERN_WIRE_F_REMOTE) &&
+	    tern_rdma_one_in(READ_ONCE(inject_long_reply_every))) {
+		le32_add_cpu(&hdr->buf_len, PAGE_SIZE);
+		TERN_RDMA_STAT(injected_long_replies, 1);
+	} else if (tern_rdma_one_in(READ_ONCE(inject_bad_reply_every))) {
+		switch (get_random_u32_below(3)) {
+		case 0:
+			le64_add_cpu(&hdr->tid, 1ULL << 40);
+			break;
+		case 1:
+			hdr->tid = 0;
+			break;
+		default:
+			hdr->flags = cpu_to_le16(flags | BIT(14));
+			break;
+		}
+		TERN_RDMA_STAT(injected_bad_replies, 1);
+	} else {
+		return;
+	}
+	tern_wire_hdr_seal(hdr);
 }
 
 /*
@@ -1424,6 +1473,10 @@ static int tern_rdma_tx_prepare(struct tern_rdma_lane *tl, unsigned int *wrs)
 	tl->tx_off = 0;
 	tl->tx_op = op;
 	tl->tx_hdr = f->hdr;
+	if (f->hdr.type == TERN_WIRE_REPLY &&
+	    unlikely(READ_ONCE(inject_bad_reply_every) ||
+		     READ_ONCE(inject_long_reply_every)))
+		tern_rdma_inject_reply(tl);
 	if (op && op->kind == TERN_RDMA_OP_REG) {
 		*wrs += op->nr_mr;
 		len = op->nr_mr * sizeof(op->desc[0]);
@@ -2689,6 +2742,8 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		TERN_RDMA_COUNTER(unsignaled_sends),
 		TERN_RDMA_COUNTER(injected_bad_rkeys),
 		TERN_RDMA_COUNTER(injected_bad_lens),
+		TERN_RDMA_COUNTER(injected_bad_replies),
+		TERN_RDMA_COUNTER(injected_long_replies),
 		TERN_RDMA_COUNTER(qp_fatal_events),
 		TERN_RDMA_COUNTER(addr_changes),
 	};
