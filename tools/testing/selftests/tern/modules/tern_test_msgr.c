@@ -341,6 +341,7 @@ static const struct tern_endpoint_ops tt_srv_ops = {
 struct tt_req {
 	struct tern_request	req;
 	struct completion	done;
+	atomic_t		dones;	/* done() calls: one, or a bug */
 	struct tt_front		front;
 	struct tt_front		reply;
 	struct tt_buf		buf;
@@ -350,6 +351,7 @@ static void tt_req_done(struct tern_request *req)
 {
 	struct tt_req *r = container_of(req, struct tt_req, req);
 
+	atomic_inc(&r->dones);
 	complete(&r->done);
 }
 
@@ -376,6 +378,7 @@ static void tt_req_prep(struct tt_req *r, enum tt_op op, u32 len, u32 seed,
 {
 	tern_request_init(&r->req);
 	init_completion(&r->done);
+	atomic_set(&r->dones, 0);
 	memset(&r->front, 0, sizeof(r->front));
 	r->front.op = cpu_to_le32(op);
 	r->front.len = cpu_to_le32(len);
@@ -599,6 +602,101 @@ static int tt_burst(struct tern_session *sess, const char *name)
 	return err;
 }
 
+/*
+ * Cancel @r until tern_cancel() stops answering -EBUSY (its reply was
+ * coming in: that lane is reset, and the next try finds it resent or
+ * parked). Bounded: the check fails rather than spins.
+ */
+static int tt_cancel(struct tt_req *r)
+{
+	unsigned int tries;
+
+	for (tries = 0; tries < 200; tries++) {
+		int err = tern_cancel(&r->req);
+
+		if (err != -EBUSY)
+			return err == -ENOENT ? 0 : err;
+		usleep_range(10000, 20000);
+	}
+	return -EBUSY;
+}
+
+/*
+ * Requests cancelled while queued, being sent, being answered or
+ * completing, in batches on all lanes: each ends exactly once, with its
+ * verified reply or -ECANCELED, and the session goes on. A transmit
+ * reference taken after the frame left its queue, or a reply completing
+ * a request being cancelled, shows here as a refcount warning (the
+ * guest panics on WARN), a second done() or a wrong status.
+ */
+static int tt_cancels(struct tern_session *sess, const char *name)
+{
+	unsigned int i, b, end, sent = 0, n = 256, batch = 8, cancelled = 0;
+	struct tt_req *rs;
+	int err = 0;
+
+	rs = kvcalloc(n, sizeof(*rs), GFP_KERNEL);
+	if (!rs)
+		return -ENOMEM;
+	for (b = 0; b < n && !err; b += batch) {
+		for (i = b; i < b + batch; i++) {
+			struct tt_req *r = &rs[i];
+			enum tt_op op = i % 3 == 0 ? TT_OP_WRITE :
+					i % 3 == 1 ? TT_OP_READ : TT_OP_PING;
+			u32 len = op == TT_OP_PING ? 0 : 4096U << (i % 5);
+
+			err = tt_buf_alloc(&r->buf, len, i % 3, GFP_KERNEL);
+			if (err)
+				break;
+			if (op == TT_OP_WRITE)
+				tt_buf_pattern(r->buf.bvec, r->buf.nr, len, i,
+					       0, false);
+			tt_req_prep(r, op, len, i, 0);
+			err = tern_send(sess, &r->req, 0);
+			if (err) {
+				pr_err("%s: cancel batch send %u: %d\n", name,
+				       i, err);
+				break;
+			}
+		}
+		end = i;
+		sent = end;
+		/* at once, or up to about a loopback round trip later */
+		for (i = b; i < end && !err; i++) {
+			if (i % 4)
+				udelay(get_random_u32_below(300));
+			err = tt_cancel(&rs[i]);
+			if (err)
+				pr_err("%s: cancel %u: %d\n", name, i, err);
+		}
+		for (i = b; i < end; i++) {
+			struct tt_req *r = &rs[i];
+
+			if (tt_req_wait(r, tt_wait_jiffies(), "cancel"))
+				err = err ?: -EIO;
+			else if (r->req.status == -ECANCELED)
+				cancelled++;
+			else if (tt_req_check(r, "cancelled request"))
+				err = err ?: -EIO;
+		}
+	}
+	/* a late second done() would come from a lane's work: let it run */
+	msleep(100);
+	for (i = 0; i < n; i++) {
+		if (i < sent && atomic_read(&rs[i].dones) != 1) {
+			pr_err("%s: request %u: done() ran %d times\n", name,
+			       i, atomic_read(&rs[i].dones));
+			err = err ?: -EIO;
+		}
+		tt_buf_free(&rs[i].buf);
+	}
+	kvfree(rs);
+	err = err ?: tt_one(sess, TT_OP_READ, 65536, 0, 7, 0);
+	pr_info("%s: %u requests cancelled in flight (%u of them before their reply) %s\n",
+		name, n, cancelled, err ? "FAILED" : "ok");
+	return err;
+}
+
 struct tt_thread {
 	struct tern_session	*sess;
 	unsigned int		idx;
@@ -727,6 +825,8 @@ static int tt_session(const char *uri, unsigned int lanes, bool crc,
 			err = tt_burst(sess, name);
 		if (!err)
 			err = tt_threads(sess, name);
+		if (!err)
+			err = tt_cancels(sess, name);
 	}
 	tern_session_destroy(sess);
 	return err;
