@@ -171,6 +171,7 @@ struct tern_srv_req {
 	void			*reply_front_buf;
 	struct bio_vec		*core_bvec;	/* core allocated rx pages */
 	unsigned int		core_nr_bvec;
+	u32			core_charged;	/* bytes of it in the budgets */
 	struct tern_wire_rdesc	*rdesc;		/* remote data descriptors */
 	unsigned int		nr_rdesc;
 	u32			pushed_len;
