@@ -16,6 +16,10 @@
 
 #include <linux/debugfs.h>
 #include <linux/idr.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/jhash.h>
+#include <net/ipv6.h>
 #include <linux/random.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -40,15 +44,118 @@ static int tern_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "refused_handshakes %llu\n", ep->refused_handshakes);
 	seq_printf(m, "refused_sessions %llu\n", ep->refused_sessions);
 	seq_printf(m, "refused_lanes %llu\n", ep->refused_lanes);
+	seq_printf(m, "peers %u\n", ep->nr_peers);
+	seq_printf(m, "refused_peer_handshakes %llu\n",
+		   ep->refused_peer_handshakes);
+	seq_printf(m, "refused_peer_sessions %llu\n", ep->refused_peer_sessions);
 	seq_printf(m, "auth_failures %llu\n", ep->auth_failures);
 	mutex_unlock(&ep->lock);
 	seq_printf(m, "tx_stalls %lld\n", atomic64_read(&ep->tx_stalls));
+	seq_printf(m, "core_data_bytes %lld\n",
+		   atomic64_read(&ep->core_data_bytes));
+	seq_printf(m, "refused_core_data %lld\n",
+		   atomic64_read(&ep->refused_core_data));
 	/* Lanes that never joined a session (refused or junk). */
 	tern_stats_add_pcpu(&sum, ep->stats);
 	tern_stats_show(m, "unbound.", &sum);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tern_ep_stats);
+
+/* One line per remote address holding something: what it holds. */
+static int tern_ep_peers_show(struct seq_file *m, void *v)
+{
+	struct tern_endpoint *ep = m->private;
+	struct tern_peer *peer;
+	unsigned int bkt;
+
+	mutex_lock(&ep->lock);
+	hash_for_each(ep->peers, bkt, peer, node)
+		seq_printf(m, "%pISc handshakes %u sessions %u\n", &peer->addr,
+			   peer->handshakes, peer->sessions);
+	mutex_unlock(&ep->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tern_ep_peers);
+
+/*
+ * The address of @addr without its port, IPv4-mapped IPv6 as IPv4, into
+ * @key (zeroed first, so keys compare with memcmp()). Return: the bytes
+ * of @key that matter, or 0 for a family not tracked per address.
+ */
+static size_t tern_peer_key(const struct sockaddr_storage *addr,
+			    struct sockaddr_storage *key)
+{
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)addr;
+	struct sockaddr_in6 *k6 = (struct sockaddr_in6 *)key;
+	struct sockaddr_in *k4 = (struct sockaddr_in *)key;
+
+	memset(key, 0, sizeof(*key));
+	switch (addr->ss_family) {
+	case AF_INET:
+		k4->sin_family = AF_INET;
+		k4->sin_addr = ((const struct sockaddr_in *)addr)->sin_addr;
+		return sizeof(*k4);
+	case AF_INET6:
+		if (ipv6_addr_v4mapped(&a6->sin6_addr)) {
+			k4->sin_family = AF_INET;
+			k4->sin_addr.s_addr = a6->sin6_addr.s6_addr32[3];
+			return sizeof(*k4);
+		}
+		k6->sin6_family = AF_INET6;
+		k6->sin6_addr = a6->sin6_addr;
+		k6->sin6_scope_id = a6->sin6_scope_id;	/* link-local */
+		return sizeof(*k6);
+	}
+	return 0;
+}
+
+/**
+ * tern_peer_get_locked - the entry of a remote address, created if new
+ * @ep: the endpoint, ep->lock held
+ * @addr: the remote address (its port is ignored)
+ *
+ * The caller counts something in the entry before dropping ep->lock, or
+ * gives it back with tern_peer_put_locked().
+ * Return: the entry; NULL for an address family not tracked (no
+ * per-address caps then); ERR_PTR(-ENOMEM).
+ */
+struct tern_peer *tern_peer_get_locked(struct tern_endpoint *ep,
+				       const struct sockaddr_storage *addr)
+{
+	struct sockaddr_storage key;
+	struct tern_peer *peer;
+	size_t len;
+	u32 hash;
+
+	lockdep_assert_held(&ep->lock);
+	len = tern_peer_key(addr, &key);
+	if (!len)
+		return NULL;
+	/* seeded: a client cannot pick addresses that share a bucket */
+	hash = jhash(&key, len, ep->peer_seed);
+	hash_for_each_possible(ep->peers, peer, node, hash)
+		if (!memcmp(&peer->addr, &key, len))
+			return peer;
+	peer = kzalloc(sizeof(*peer), GFP_NOIO);
+	if (!peer)
+		return ERR_PTR(-ENOMEM);
+	peer->addr = key;
+	hash_add(ep->peers, &peer->node, hash);
+	ep->nr_peers++;
+	return peer;
+}
+
+/* Free @peer if it holds nothing any more; ep->lock held. */
+void tern_peer_put_locked(struct tern_endpoint *ep, struct tern_peer *peer)
+{
+	lockdep_assert_held(&ep->lock);
+	if (!peer || peer->handshakes || peer->sessions)
+		return;
+	hash_del(&peer->node);
+	ep->nr_peers--;
+	kfree(peer);
+}
 
 /**
  * tern_endpoint_create - create a local messenger instance
@@ -95,6 +202,8 @@ struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf
 	ep->max_session_bytes = conf->max_session_bytes;
 	ep->require_auth = conf->require_auth;
 	ep->require_encrypt = conf->require_encrypt;
+	ep->peer_seed = get_random_u32();
+	hash_init(ep->peers);
 	mutex_init(&ep->lock);
 	INIT_LIST_HEAD(&ep->sessions);
 	INIT_LIST_HEAD(&ep->listeners);
@@ -105,6 +214,7 @@ struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf
 	snprintf(dname, sizeof(dname), "%s.%u", ep->name, ep->id);
 	ep->dbg = debugfs_create_dir(dname, tern_debugfs_root);
 	debugfs_create_file("stats", 0400, ep->dbg, ep, &tern_ep_stats_fops);
+	debugfs_create_file("peers", 0400, ep->dbg, ep, &tern_ep_peers_fops);
 	return ep;
 }
 EXPORT_SYMBOL_GPL(tern_endpoint_create);
@@ -174,6 +284,9 @@ void tern_endpoint_destroy(struct tern_endpoint *ep)
 	mutex_lock(&ep->lock);
 	mutex_unlock(&ep->lock);
 
+	/* every lane and session gave its counts back */
+	WARN_ON_ONCE(ep->nr_peers || !hash_empty(ep->peers));
+	WARN_ON_ONCE(atomic64_read(&ep->core_data_bytes));
 	debugfs_remove_recursive(ep->dbg);
 	ida_free(&tern_ep_ida, ep->id);
 	mutex_destroy(&ep->lock);
@@ -183,21 +296,44 @@ void tern_endpoint_destroy(struct tern_endpoint *ep)
 }
 EXPORT_SYMBOL_GPL(tern_endpoint_destroy);
 
-void tern_endpoint_handshake_done(struct tern_endpoint *ep)
+/* Give back a handshake counted for @peer (may be NULL); ep->lock held. */
+static void tern_ep_handshake_uncount_locked(struct tern_endpoint *ep,
+					     struct tern_peer *peer)
+{
+	if (!WARN_ON_ONCE(!ep->nr_handshakes))
+		ep->nr_handshakes--;
+	if (!peer)
+		return;
+	if (!WARN_ON_ONCE(!peer->handshakes))
+		peer->handshakes--;
+	tern_peer_put_locked(ep, peer);
+}
+
+/* A handshake counted in tern_lane_accept() whose lane never came. */
+void tern_endpoint_handshake_done(struct tern_endpoint *ep,
+				  struct tern_peer *peer)
 {
 	mutex_lock(&ep->lock);
-	ep->nr_handshakes--;
+	tern_ep_handshake_uncount_locked(ep, peer);
 	mutex_unlock(&ep->lock);
+}
+
+/* @cl's handshake is over (bound or gone): uncount it once; ep->lock held. */
+void tern_lane_handshake_uncount_locked(struct tern_core_lane *cl)
+{
+	lockdep_assert_held(&cl->ep->lock);
+	if (!cl->counted_handshake)
+		return;
+	cl->counted_handshake = false;
+	tern_ep_handshake_uncount_locked(cl->ep, cl->peer);
+	cl->peer = NULL;
 }
 
 void tern_endpoint_lane_gone(struct tern_endpoint *ep,
 			     struct tern_core_lane *cl)
 {
 	mutex_lock(&ep->lock);
-	if (cl->counted_handshake) {
-		cl->counted_handshake = false;
-		ep->nr_handshakes--;
-	}
+	tern_lane_handshake_uncount_locked(cl);
 	list_del_init(&cl->ep_entry);
 	ep->nr_lanes--;
 	wake_up_all(&ep->wait);

@@ -953,7 +953,7 @@ bool tern_lane_tx_stalled(struct tern_core_lane *cl, unsigned long now)
 /**
  * tern_lane_accept - create a lane for a connection accepted on @lis
  * @lis: the listener
- * @peer: the peer's address, for logs
+ * @peer: the peer's address, for logs and the per-address caps
  *
  * Return: the lane, or NULL (endpoint going away or no memory).
  */
@@ -961,28 +961,49 @@ struct tern_lane *tern_lane_accept(struct tern_listener *lis,
 				   const struct sockaddr_storage *peer)
 {
 	struct tern_endpoint *ep = lis->ep;
+	unsigned int cap, peer_cap;
 	struct tern_core_lane *cl;
-	bool full;
+	struct tern_peer *p;
 
-	/* Bound the memory strangers can make us spend before a handshake. */
+	/*
+	 * Bound the memory strangers can make us spend before a handshake,
+	 * and what one address takes of it, so a flood from one host
+	 * leaves room for the others.
+	 */
 	mutex_lock(&ep->lock);
-	full = ep->nr_handshakes >= READ_ONCE(tern_max_handshakes);
-	if (!full)
-		ep->nr_handshakes++;
-	else
+	cap = READ_ONCE(tern_max_handshakes);
+	if (ep->nr_handshakes >= cap) {
 		ep->refused_handshakes++;
-	mutex_unlock(&ep->lock);
-	if (full) {
+		mutex_unlock(&ep->lock);
 		pr_warn_ratelimited("%s: too many connections in handshake, refusing %pISpc\n",
 				    ep->name, peer);
 		return NULL;
 	}
+	p = tern_peer_get_locked(ep, peer);
+	if (IS_ERR(p)) {
+		mutex_unlock(&ep->lock);
+		return NULL;
+	}
+	peer_cap = READ_ONCE(tern_max_handshakes_per_peer);
+	if (p && peer_cap && p->handshakes >= peer_cap) {
+		ep->refused_peer_handshakes++;
+		tern_peer_put_locked(ep, p);
+		mutex_unlock(&ep->lock);
+		pr_warn_ratelimited("%s: %pISc has %u connections in handshake already, refusing %pISpc\n",
+				    ep->name, peer, peer_cap, peer);
+		return NULL;
+	}
+	ep->nr_handshakes++;
+	if (p)
+		p->handshakes++;
+	mutex_unlock(&ep->lock);
 
 	cl = tern_lane_alloc(ep, lis->tops, false);
 	if (!cl) {
-		tern_endpoint_handshake_done(ep);
+		tern_endpoint_handshake_done(ep, p);
 		return NULL;
 	}
+	cl->peer = p;
 	cl->counted_handshake = true;
 	snprintf(cl->name, sizeof(cl->name), "%s/accept/%pISpc", lis->ep->name,
 		 peer);

@@ -53,6 +53,29 @@ module_param_named(max_lanes, tern_max_lanes, uint, 0644);
 MODULE_PARM_DESC(max_lanes,
 		 "Lanes past their handshake per endpoint; a responder refuses more (default 4096)");
 
+unsigned int tern_max_handshakes_per_peer = 32;
+module_param_named(max_handshakes_per_peer, tern_max_handshakes_per_peer, uint,
+		   0644);
+MODULE_PARM_DESC(max_handshakes_per_peer,
+		 "Accepted connections from one remote address in handshake at once, per endpoint (0 = no per-address cap; default 32)");
+
+unsigned int tern_max_sessions_per_peer = 128;
+module_param_named(max_sessions_per_peer, tern_max_sessions_per_peer, uint,
+		   0644);
+MODULE_PARM_DESC(max_sessions_per_peer,
+		 "Sessions one remote address may open on an endpoint; a responder refuses more (0 = no per-address cap; default 128)");
+
+unsigned int tern_max_core_data_mib_per_session = 256;
+module_param_named(max_core_data_mib_per_session,
+		   tern_max_core_data_mib_per_session, uint, 0644);
+MODULE_PARM_DESC(max_core_data_mib_per_session,
+		 "MiB of request data the core allocates for a responder session whose ULP supplies no pages; more is refused with -ENOMEM (0 = no cap; default 256)");
+
+unsigned int tern_max_core_data_mib = 1024;
+module_param_named(max_core_data_mib, tern_max_core_data_mib, uint, 0644);
+MODULE_PARM_DESC(max_core_data_mib,
+		 "MiB of request data the core allocates for all responder sessions of an endpoint; more is refused with -ENOMEM (0 = no cap; default 1024)");
+
 unsigned int tern_max_peer_keepalive_ms = 60000;
 module_param_named(max_peer_keepalive_ms, tern_max_peer_keepalive_ms, uint,
 		   0644);

@@ -19,6 +19,14 @@
  * first copy is still held; so a peer cannot make us allocate without
  * limit. The count is an atomic of the session, not under sess->lock:
  * a request takes the lock once, to queue its reply.
+ *
+ * Data pages the core allocates because the ULP supplied none are held
+ * within byte budgets per session and per endpoint
+ * (tern.max_core_data_mib_per_session, tern.max_core_data_mib), charged
+ * when allocated and given back when the request is freed. A request
+ * beyond them is not read into fresh pages: its data is discarded as if
+ * ->alloc_data had refused it and the core answers -ENOMEM, the
+ * target's "not now", which requesters retry.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -30,11 +38,43 @@
 /* tern_srv_req->state bits */
 #define TERN_SREQ_ULP		0	/* the ULP has seen it: call ->release */
 #define TERN_SREQ_REPLIED	1
+#define TERN_SREQ_NO_ROOM	2	/* over the core data budget: -ENOMEM */
 
 static void tern_srv_req_free_front(struct tern_srv_req *sreq)
 {
 	if (sreq->front_buf != sreq->front_inline)
 		kfree(sreq->front_buf);
+}
+
+static void tern_core_data_uncharge(struct tern_session *sess, u32 bytes)
+{
+	atomic64_sub(bytes, &sess->core_data_bytes);
+	atomic64_sub(bytes, &sess->ep->core_data_bytes);
+}
+
+/*
+ * Room in @sess's and its endpoint's budgets for @bytes more? One
+ * request always fits where nothing is held, so a budget below a
+ * request's size slows a session down instead of starving it.
+ */
+static bool tern_core_data_charge(struct tern_session *sess, u32 bytes)
+{
+	struct tern_endpoint *ep = sess->ep;
+	u64 cap, held;
+
+	cap = (u64)READ_ONCE(tern_max_core_data_mib_per_session) << 20;
+	held = atomic64_add_return(bytes, &sess->core_data_bytes);
+	if (cap && held > cap && held != bytes) {
+		atomic64_sub(bytes, &sess->core_data_bytes);
+		return false;
+	}
+	cap = (u64)READ_ONCE(tern_max_core_data_mib) << 20;
+	held = atomic64_add_return(bytes, &ep->core_data_bytes);
+	if (cap && held > cap && held != bytes) {
+		tern_core_data_uncharge(sess, bytes);
+		return false;
+	}
+	return true;
 }
 
 static void tern_srv_req_free(struct tern_srv_req *sreq)
@@ -46,6 +86,8 @@ static void tern_srv_req_free(struct tern_srv_req *sreq)
 	for (i = 0; i < sreq->core_nr_bvec; i++)
 		tern_data_page_free(sreq->core_bvec[i].bv_page);
 	kfree(sreq->core_bvec);
+	if (sreq->core_charged)
+		tern_core_data_uncharge(sess, sreq->core_charged);
 	kfree(sreq->rdesc);
 	tern_srv_req_free_front(sreq);
 	kfree(sreq->reply_front_buf);
@@ -121,6 +163,19 @@ static void tern_refuse_cap(struct tern_core_lane *cl, u64 *counter,
 	(*counter)++;
 	pr_warn_ratelimited("%s: refusing handshake: %u %s on this endpoint already (%d)\n",
 			    cl->name, cap, what, -EUSERS);
+	tern_refuse_send(cl, -EUSERS);
+}
+
+/*
+ * The same for one remote address's share of the endpoint, naming the
+ * address. Called and returns with ep->lock held; @cl->peer is set.
+ */
+static void tern_refuse_peer_cap(struct tern_core_lane *cl, u64 *counter,
+				 const char *what, unsigned int cap)
+{
+	(*counter)++;
+	pr_warn_ratelimited("%s: refusing handshake: %pISc has %u %s on this endpoint already (%d)\n",
+			    cl->name, &cl->peer->addr, cap, what, -EUSERS);
 	tern_refuse_send(cl, -EUSERS);
 }
 
@@ -324,6 +379,14 @@ static int tern_server_bind(struct tern_core_lane *cl,
 		mutex_unlock(&ep->lock);
 		return 0;
 	}
+	/* cl->peer: this lane's handshake still counts there, so it lives */
+	cap = READ_ONCE(tern_max_sessions_per_peer);
+	if (!sess && cl->peer && cap && cl->peer->sessions >= cap) {
+		tern_refuse_peer_cap(cl, &ep->refused_peer_sessions, "sessions",
+				     cap);
+		mutex_unlock(&ep->lock);
+		return 0;
+	}
 	if (!sess) {
 		sess = tern_session_alloc(ep, false, v->nr_lanes);
 		if (!sess) {
@@ -341,6 +404,10 @@ static int tern_server_bind(struct tern_core_lane *cl,
 		sess->linked = true;	/* the list holds the initial ref */
 		ep->nr_sessions++;
 		sess->counted = true;
+		/* given back with nr_sessions, when the session is freed */
+		sess->peer = cl->peer;
+		if (sess->peer)
+			sess->peer->sessions++;
 		tern_session_debugfs(sess);
 		created = true;
 	}
@@ -384,10 +451,7 @@ static int tern_server_bind(struct tern_core_lane *cl,
 		tern_lane_queue_hello(cl);
 	tern_session_lane_live_locked(sess, cl);
 	spin_unlock_bh(&sess->lock);
-	if (cl->counted_handshake) {
-		cl->counted_handshake = false;
-		ep->nr_handshakes--;
-	}
+	tern_lane_handshake_uncount_locked(cl);
 	mutex_unlock(&ep->lock);
 	tern_lane_auth_free(cl);
 
@@ -587,11 +651,18 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 	return 0;
 }
 
+/*
+ * Pages for the data, charged to the core's budgets (in whole pages:
+ * what they hold); -ENOSPC when over them, -ENOMEM when out of memory.
+ */
 static int tern_srv_req_alloc_pages(struct tern_srv_req *sreq)
 {
 	unsigned int i, n = DIV_ROUND_UP(sreq->data_len, PAGE_SIZE);
 	u32 left = sreq->data_len;
 
+	if (!tern_core_data_charge(sreq->sess, n * PAGE_SIZE))
+		return -ENOSPC;
+	sreq->core_charged = n * PAGE_SIZE;	/* given back when freed */
 	sreq->core_bvec = kcalloc(n, sizeof(*sreq->core_bvec), GFP_NOIO);
 	if (!sreq->core_bvec)
 		return -ENOMEM;
@@ -606,6 +677,16 @@ static int tern_srv_req_alloc_pages(struct tern_srv_req *sreq)
 		left -= len;
 	}
 	return 0;
+}
+
+/* A refused request's data: remote stays there, stream is skipped. */
+static void tern_srv_req_discard(struct tern_lane_rx *rx,
+				 struct tern_srv_req *sreq)
+{
+	sreq->rx_bvec = NULL;
+	sreq->rx_nr_bvec = 0;
+	if (!sreq->nr_rdesc)
+		iov_iter_discard(&rx->data_iter, ITER_DEST, rx->data_len);
 }
 
 int tern_server_rx_request_front(struct tern_core_lane *cl)
@@ -623,12 +704,7 @@ int tern_server_rx_request_front(struct tern_core_lane *cl)
 		if (err)
 			return err;
 		if (sreq->rx_discard) {
-			/* refused: remote data stays there, stream data is skipped */
-			sreq->rx_bvec = NULL;
-			sreq->rx_nr_bvec = 0;
-			if (!sreq->nr_rdesc)
-				iov_iter_discard(&rx->data_iter, ITER_DEST,
-						 rx->data_len);
+			tern_srv_req_discard(rx, sreq);
 			return 0;
 		}
 		if (sreq->rx_bvec &&
@@ -641,6 +717,17 @@ int tern_server_rx_request_front(struct tern_core_lane *cl)
 	}
 	if (!sreq->rx_bvec) {
 		err = tern_srv_req_alloc_pages(sreq);
+		if (err == -ENOSPC) {
+			atomic64_inc(&cl->ep->refused_core_data);
+			pr_warn_ratelimited("%s: request %llu: %u data bytes would pass the core's budget (tern.max_core_data_mib_per_session %u, tern.max_core_data_mib %u), answering -ENOMEM\n",
+					    cl->name, sreq->tid, sreq->data_len,
+					    READ_ONCE(tern_max_core_data_mib_per_session),
+					    READ_ONCE(tern_max_core_data_mib));
+			set_bit(TERN_SREQ_NO_ROOM, &sreq->state);
+			sreq->rx_discard = true;
+			tern_srv_req_discard(rx, sreq);
+			return 0;
+		}
 		if (err)
 			return err;
 		if (sreq->nr_rdesc)
@@ -664,6 +751,11 @@ static void tern_srv_req_deliver(struct tern_srv_req *sreq)
 	if (sreq->resent)
 		atomic64_inc(&sess->duplicates);
 
+	/* no front to copy: cannot fail; ->request never sees it */
+	if (test_bit(TERN_SREQ_NO_ROOM, &sreq->state)) {
+		tern_reply(sreq, -ENOMEM, NULL, 0);
+		return;
+	}
 	set_bit(TERN_SREQ_ULP, &sreq->state);
 	if (ops && ops->request)
 		ops->request(sreq);

@@ -32,6 +32,7 @@ static void tern_session_free_work(struct work_struct *work)
 	struct tern_session *sess = container_of(work, struct tern_session,
 						 free_work);
 	struct tern_endpoint *ep = sess->ep;
+	struct tern_peer *peer = sess->peer;
 	bool counted = sess->counted;
 
 	cancel_work_sync(&sess->event_work);
@@ -48,6 +49,10 @@ static void tern_session_free_work(struct work_struct *work)
 		return;
 	mutex_lock(&ep->lock);
 	ep->nr_sessions--;
+	if (peer && !WARN_ON_ONCE(!peer->sessions)) {
+		peer->sessions--;
+		tern_peer_put_locked(ep, peer);
+	}
 	wake_up_all(&ep->wait);
 	mutex_unlock(&ep->lock);
 }
@@ -1568,6 +1573,9 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 		   (long long)atomic64_read(&sess->duplicates));
 	seq_printf(m, "replies_dropped %lld\n",
 		   (long long)atomic64_read(&sess->replies_dropped));
+	if (!sess->requester)
+		seq_printf(m, "core_data_bytes %lld\n",
+			   (long long)atomic64_read(&sess->core_data_bytes));
 	seq_printf(m, "peer_restarts %lld\n",
 		   (long long)atomic64_read(&sess->peer_restarts));
 	seq_printf(m, "cancel_resets %lld\n",

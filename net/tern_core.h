@@ -86,6 +86,20 @@ struct tern_stats {
 
 struct tern_core_lane;
 
+/*
+ * A remote address (no port) and what it holds on one endpoint, for the
+ * per-address caps; in ep->peers under ep->lock, freed when it holds
+ * nothing. IPv4-mapped IPv6 addresses are kept as IPv4.
+ */
+struct tern_peer {
+	struct hlist_node	node;
+	struct sockaddr_storage	addr;
+	unsigned int		handshakes;	/* accepted lanes in handshake */
+	unsigned int		sessions;	/* responder sessions created */
+};
+
+#define TERN_PEER_HASH_BITS	8
+
 /* CRC32C as the wire uses it: initial ~0, final inversion. */
 static inline u32 tern_crc(const void *buf, size_t len)
 {
@@ -145,6 +159,7 @@ struct tern_core_lane {
 	bool			requester;
 	bool			bound;		/* counted in sess->nr_lanes */
 	bool			counted_handshake; /* in ep->nr_handshakes */
+	struct tern_peer	*peer;		/* its handshake counted there */
 	int			state;		/* enum tern_lane_state */
 	unsigned long		flags;
 	int			error;
@@ -204,6 +219,7 @@ struct tern_session {
 	bool				requester;
 	bool				linked;		/* on ep->sessions */
 	bool				counted;	/* in ep->nr_sessions */
+	struct tern_peer		*peer;		/* counted there, or NULL */
 	u64				id;
 	u64				cookie;
 	u64				peer_incarnation;
@@ -238,6 +254,7 @@ struct tern_session {
 	bool				loss_armed;
 
 	atomic_t			nr_srv_reqs;
+	atomic64_t			core_data_bytes; /* see server.c */
 
 	struct tern_sess_counts __percpu *counts; /* lanes share them */
 	atomic64_t			failed;
@@ -275,10 +292,18 @@ struct tern_endpoint {
 	u64				refused_handshakes;
 	u64				refused_sessions;
 	u64				refused_lanes;
+	u64				refused_peer_handshakes;
+	u64				refused_peer_sessions;
+	DECLARE_HASHTABLE(peers, TERN_PEER_HASH_BITS);	/* struct tern_peer */
+	unsigned int			nr_peers;
+	u32				peer_seed;
 	u64				auth_failures;	/* bad or missing proofs */
 	bool				require_auth;
 	bool				require_encrypt;
 	atomic64_t			tx_stalls;
+	/* request data the core allocated for the ULP, and refusals of it */
+	atomic64_t			core_data_bytes;
+	atomic64_t			refused_core_data;
 	wait_queue_head_t		wait;
 	struct dentry			*dbg;
 	struct tern_stats __percpu	*stats;		/* unbound lanes */
@@ -303,6 +328,10 @@ extern unsigned int tern_max_lane_faults;
 extern unsigned int tern_max_sessions;
 extern unsigned int tern_max_lanes;
 extern unsigned int tern_max_peer_keepalive_ms;
+extern unsigned int tern_max_handshakes_per_peer;
+extern unsigned int tern_max_sessions_per_peer;
+extern unsigned int tern_max_core_data_mib_per_session;
+extern unsigned int tern_max_core_data_mib;
 extern unsigned int tern_tx_stall_timeout_ms;
 
 /* Live objects, checked at module unload: a cheap leak detector. */
@@ -425,7 +454,12 @@ void tern_srv_req_finish(struct tern_srv_req *sreq);
 /* endpoint.c */
 void tern_endpoint_lane_gone(struct tern_endpoint *ep,
 			     struct tern_core_lane *cl);
-void tern_endpoint_handshake_done(struct tern_endpoint *ep);
+struct tern_peer *tern_peer_get_locked(struct tern_endpoint *ep,
+				       const struct sockaddr_storage *addr);
+void tern_peer_put_locked(struct tern_endpoint *ep, struct tern_peer *peer);
+void tern_endpoint_handshake_done(struct tern_endpoint *ep,
+				  struct tern_peer *peer);
+void tern_lane_handshake_uncount_locked(struct tern_core_lane *cl);
 int tern_endpoint_link_session(struct tern_endpoint *ep,
 			       struct tern_session *sess);
 void tern_endpoint_unlink_session(struct tern_session *sess);

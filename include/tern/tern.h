@@ -171,6 +171,7 @@ struct tern_srv_req {
 	void			*reply_front_buf;
 	struct bio_vec		*core_bvec;	/* core allocated rx pages */
 	unsigned int		core_nr_bvec;
+	u32			core_charged;	/* bytes of it in the budgets */
 	struct tern_wire_rdesc	*rdesc;		/* remote data descriptors */
 	unsigned int		nr_rdesc;
 	u32			pushed_len;
@@ -204,7 +205,10 @@ enum tern_session_event {
  *	or set @rx_discard for a request that will be refused, so a peer
  *	cannot make the responder hold pages for bad requests. Return 0
  *	(with pages, without them: the core allocates, or with
- *	@rx_discard) or a negative errno to drop the lane.
+ *	@rx_discard) or a negative errno to drop the lane. Pages the core
+ *	allocates are within its budgets (tern.max_core_data_mib and
+ *	tern.max_core_data_mib_per_session): beyond them it discards the
+ *	data and answers -ENOMEM itself, without calling @request.
  * @release: responder, optional: the core is done with @req (reply sent
  *	or dropped); pushed pages may be freed now.
  * @session_event: optional: session state changes, process context.

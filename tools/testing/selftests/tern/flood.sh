@@ -9,6 +9,10 @@
 # endpoint's debugfs stats, memory must stay bounded while the flood
 # holds its connections, a verified benchmark started before the flood
 # must finish without error, and everything must be freed and unload.
+# Then one address (127.0.0.2) floods handshakes and sessions past its
+# share (tern.max_handshakes_per_peer, tern.max_sessions_per_peer) while
+# another (127.0.0.1) still connects and runs verified I/O, and every
+# per-address count goes back to 0.
 
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/stats_lib.sh"
@@ -25,13 +29,16 @@ field() {	# field FILE NAME: the number after NAME on the ready line
 	sed -n "s/.* $2 \\(-\\?[0-9]*\\).*ready\$/\\1/p" "$1"
 }
 
-ktap_plan 12
+ktap_plan 17
 
 sync
 echo 3 > /proc/sys/vm/drop_caches
 base=$(kmalloc_bytes)
 
 modprobe tern_tcp && modprobe tern_bench
+# the endpoint's own caps first: one address floods them all
+setp tern max_handshakes_per_peer 0
+setp tern max_sessions_per_peer 0
 ktap_check "echo service listens on $uri" "$ternadm" bench serve "$uri"
 
 # 1. connections that never say HELLO: at most max_handshakes wait
@@ -152,6 +159,89 @@ ktap_check "every flood session and lane is gone" \
 ktap_check "a new client is served after the floods, verified" \
 	"$ternadm" bench run "$uri" --count 500 --size 64k --dir both --verify --crc
 
+# 4. one address past its share, another served meanwhile. The endpoint
+# caps are lowered so that without per-address caps the flood alone
+# would fill them; the flood's handshakes outlive the checks.
+setp tern max_handshakes 64
+setp tern max_sessions 100
+setp tern handshake_timeout_ms 30000
+setp tern max_handshakes_per_peer 16
+setp tern max_sessions_per_peer 64
+peers_file() {
+	cat /sys/kernel/debug/tern/bench_echo.*/peers 2>/dev/null
+}
+good_run() {
+	"$ternadm" bench run "$uri" --count 200 --lanes 2 --depth 8 --size 16k \
+		--dir both --verify
+}
+
+refused0=$(ep_stat refused_peer_handshakes)
+if flood_start peer_hs 60 -F handshakes -N 100 -H 30 -B 127.0.0.2; then
+	acc=$(field "$tmp/peer_hs" accepted)
+	clo=$(field "$tmp/peer_hs" closed)
+	refused1=$(ep_stat refused_peer_handshakes)
+	peers_file | sed 's/^/# /'
+	ktap_info "handshakes from 127.0.0.2: $acc waiting, $clo closed, endpoint handshakes $(ep_stat handshakes), refused_peer_handshakes $refused0 -> $refused1"
+	if [ "$acc" -le 16 ] && [ "$clo" -ge 84 ] &&
+	   [ $((refused1 - refused0)) -ge "$clo" ]; then
+		ktap_pass "100 silent connections from 127.0.0.2: at most 16 in handshake, the rest refused and counted"
+	else
+		ktap_fail "100 silent connections from 127.0.0.2: at most 16 in handshake, the rest refused and counted"
+	fi
+	ktap_check "127.0.0.1 connects and runs verified I/O while 127.0.0.2 holds its handshakes" \
+		good_run
+	kill "$flood_pid" 2>/dev/null
+	wait "$flood_pid" 2>/dev/null
+else
+	ktap_fail "handshake flood from 127.0.0.2 ran"
+	ktap_fail "127.0.0.1 served during the handshake flood"
+fi
+# its handshakes must not count against the session flood below
+for ((i = 0; i < 100; i++)); do
+	[ "$(ep_stat handshakes)" = 0 ] && break
+	sleep 0.1
+done
+
+refused0=$(ep_stat refused_peer_sessions)
+if flood_start peer_sess 60 -F sessions -N 150 -H 30 -B 127.0.0.2; then
+	acc=$(field "$tmp/peer_sess" accepted)
+	ref=$(field "$tmp/peer_sess" refused)
+	st=$(field "$tmp/peer_sess" status)
+	clo=$(field "$tmp/peer_sess" closed)
+	refused1=$(ep_stat refused_peer_sessions)
+	peers_file | sed 's/^/# /'
+	ktap_info "sessions from 127.0.0.2: accepted $acc refused $ref (status $st) closed $clo, endpoint sessions $(ep_stat sessions), refused_peer_sessions $refused0 -> $refused1"
+	# closed: refused at accept while refused lanes were still going
+	if [ "$acc" -le 64 ] && [ $((ref + clo)) -ge 86 ] && [ "$ref" -gt 0 ] &&
+	   [ "$st" = -87 ] && [ $((refused1 - refused0)) -ge "$ref" ]; then
+		ktap_pass "150 new sessions from 127.0.0.2: at most 64 accepted, the rest refused with -EUSERS and counted"
+	else
+		ktap_fail "150 new sessions from 127.0.0.2: at most 64 accepted, the rest refused with -EUSERS and counted"
+	fi
+	ktap_check "127.0.0.1 opens a session and runs verified I/O while 127.0.0.2 holds its sessions" \
+		good_run
+	kill "$flood_pid" 2>/dev/null
+	wait "$flood_pid" 2>/dev/null
+else
+	ktap_fail "session flood from 127.0.0.2 ran"
+	ktap_fail "127.0.0.1 served during the session flood"
+fi
+
+for ((i = 0; i < 100; i++)); do
+	[ "$(ep_stat peers)" = 0 ] && [ "$(ep_stat handshakes)" = 0 ] &&
+		[ "$(ep_stat sessions)" = 0 ] && break
+	sleep 0.1
+done
+ktap_info "after: peers $(ep_stat peers) handshakes $(ep_stat handshakes) sessions $(ep_stat sessions)"
+peers_file | sed 's/^/# /'
+ktap_check "every per-address count is back to 0 (no address left in the table)" \
+	test "$(ep_stat peers)" = 0 -a "$(ep_stat handshakes)" = 0 -a \
+	"$(ep_stat sessions)" = 0 -a -z "$(peers_file)"
+
+setp tern handshake_timeout_ms 10000
+setp tern max_handshakes 256
+setp tern max_handshakes_per_peer 32
+setp tern max_sessions_per_peer 128
 setp tern max_sessions 1024
 setp tern max_lanes 4096
 ktap_check "echo service stops" "$ternadm" bench stop

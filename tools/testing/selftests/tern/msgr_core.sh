@@ -10,12 +10,19 @@
 # to a restarted peer, keepalive timeout and resend), and fails to load
 # if one fails. Then the same checks again under transport fault
 # injection and under data CRC failures, the debugfs statistics, the
-# refusal to unload a transport in use, and no objects left behind.
+# refusal to unload a transport in use, the core's byte budget for data
+# pages it allocates for a responder (writes the responder holds
+# unanswered: at most the budget is held, the rest is refused with
+# -ENOMEM and counted, and all of it is given back), and no objects left
+# behind.
 
 . "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/stats_lib.sh"
 
 PARAMS=/sys/module/tern/parameters
 RERUN=/sys/module/tern_test_msgr/parameters/rerun
+HOLD=/sys/module/tern_test_msgr/parameters/hold
+MIB=1048576
 DBG=/sys/kernel/debug/tern
 
 stat_has() {	# FILE LINE...
@@ -45,6 +52,35 @@ counter_sum() {	# NAME: since the module loaded, over every lane
 	awk -v k="$1" '$1 == k { print $2 }' "$DBG/stats"
 }
 
+srv_stat() {	# NAME: a counter of the responder's endpoint, -1 if absent
+	cat "$DBG"/msgr_test_srv.*/stats 2>/dev/null |
+		awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print -1 }'
+}
+
+# hold_budget N CAP_MIB: N writes of 1 MiB into core pages, held by the
+# responder; at most CAP_MIB of them are held, the rest refused and
+# counted; then all are answered, their data checked, and given back.
+hold_budget() {
+	local n=$1 cap=$2 refused0 refused1 held refused bytes i
+	refused0=$(srv_stat refused_core_data)
+	echo "$n" > "$HOLD" || return 1
+	read -r _ held _ refused < "$HOLD"
+	bytes=$(srv_stat core_data_bytes)
+	refused1=$(srv_stat refused_core_data)
+	echo "held $held refused $refused core_data_bytes $bytes refused_core_data $refused0 -> $refused1"
+	echo 0 > "$HOLD" || { echo "held writes failed"; return 1; }
+	for ((i = 0; i < 50; i++)); do
+		[ "$(srv_stat core_data_bytes)" = 0 ] && break
+		sleep 0.1
+	done
+	echo "after the answers: core_data_bytes $(srv_stat core_data_bytes)"
+	[ "$bytes" -ge 0 ] && [ "$bytes" -le $((cap * MIB)) ] &&
+		[ "$bytes" = $((held * MIB)) ] && [ "$held" -ge 1 ] &&
+		[ "$refused" = $((n - held)) ] && [ "$refused" -gt 0 ] &&
+		[ $((refused1 - refused0)) -ge "$refused" ] &&
+		[ "$(srv_stat core_data_bytes)" = 0 ]
+}
+
 no_objects_left() {
 	local i
 	for i in $(seq 50); do
@@ -55,7 +91,7 @@ no_objects_left() {
 	return 1
 }
 
-ktap_plan 8
+ktap_plan 10
 
 modprobe tern_tcp
 ktap_check "in-kernel messenger checks pass (tern_test_msgr loads)" \
@@ -81,6 +117,15 @@ ktap_check "data CRC mismatches were counted ($crc_before -> $crc_after)" \
 	test "$crc_after" -gt "$crc_before"
 
 ktap_check "debugfs shows the open session on both sides" session_stats
+
+setp tern max_core_data_mib_per_session 8
+ktap_check "core data budget per session: of 32 held 1 MiB writes at most 8 MiB held, the rest refused with -ENOMEM and counted, all given back" \
+	hold_budget 32 8
+setp tern max_core_data_mib_per_session 256
+setp tern max_core_data_mib 4
+ktap_check "core data budget per endpoint: of 16 held 1 MiB writes at most 4 MiB held, the rest refused and counted, all given back" \
+	hold_budget 16 4
+setp tern max_core_data_mib 1024
 
 if rmmod tern_tcp 2>/dev/null; then
 	ktap_fail "rmmod tern_tcp is refused while a listener uses it"

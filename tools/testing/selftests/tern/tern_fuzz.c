@@ -2608,7 +2608,9 @@ static int auth_probe(const struct peer *peer, const struct auth_id *id,
  *              buffer (-R RCVBUF)
  *
  * The accepted connections are held open -H seconds (PINGs every second)
- * -K KEEPALIVE_MS proposes that PING interval in every HELLO. The
+ * -K KEEPALIVE_MS proposes that PING interval in every HELLO. -B ADDR
+ * connects from that local address (say 127.0.0.2: one more peer for
+ * the listener's per-address caps). The
  * accepted connections are held open -H seconds (PINGs every second)
  * after "# flood ... ready" is printed, so a test can look at the
  * listener's counters and run a good client meanwhile. A send that fails
@@ -2643,6 +2645,8 @@ struct flood_opts {
 	unsigned int hold;
 	unsigned int keepalive_ms;
 	int rcvbuf;
+	bool bind;		/* -B: connect from src */
+	struct peer src;
 };
 
 static void raise_nofile(unsigned long want)
@@ -2747,7 +2751,10 @@ static int flood_run(const struct peer *peer, const struct flood_opts *o)
 			setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &o->rcvbuf,
 				   sizeof(o->rcvbuf));
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (connect(c->fd, (const struct sockaddr *)&peer->addr,
+		if ((o->bind &&
+		     bind(c->fd, (const struct sockaddr *)&o->src.addr,
+			  o->src.addrlen)) ||
+		    connect(c->fd, (const struct sockaddr *)&peer->addr,
 			    peer->addrlen)) {
 			failed++;
 			close(c->fd);
@@ -3719,7 +3726,7 @@ static void die_usage(void)
 	fprintf(stderr, "usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]\n"
 			"       tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT] [-k KEYFILE -i IDENTITY]\n"
 			"       tern_fuzz -a ADDR -p PORT -A -k KEYFILE -i IDENTITY [-o KEYFILE2 -O IDENTITY2] [-M]\n"
-			"       tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS] [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS]\n"
+			"       tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS] [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS] [-B SRC_ADDR]\n"
 			"       tern_fuzz -T CASE[=ARG] -l PORT [-a ADDR] [-N CONNS] [-s SEED] [-k KEYFILE [-i IDENTITY]]\n"
 			"\n"
 			"-A: the authentication probe; -M: the port requires authentication\n"
@@ -3757,7 +3764,7 @@ int main(int argc, char **argv)
 
 	rng_state = (u64)time(NULL) | 1;
 	while ((opt = getopt(argc, argv,
-			     "a:p:n:s:c:b:r:F:N:L:Q:S:H:R:K:T:l:Ak:i:o:O:Mh")) != -1) {
+			     "a:p:n:s:c:b:r:F:N:L:Q:S:H:R:K:B:T:l:Ak:i:o:O:Mh")) != -1) {
 		switch (opt) {
 		case 'A':
 			auth = true;
@@ -3801,6 +3808,11 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			fo.keepalive_ms = strtoul(optarg, NULL, 0);
+			break;
+		case 'B':
+			if (parse_peer(optarg, "0", &fo.src))
+				return 2;
+			fo.bind = true;
 			break;
 		case 'b':
 			export = optarg;

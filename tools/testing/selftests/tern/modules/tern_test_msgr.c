@@ -8,6 +8,10 @@
  * verify every byte, then a burst exercises the throttle. The responder
  * stays up until rmmod so a shell script can throw junk at it, then run
  * everything again with "echo 1 > /sys/module/tern_test_msgr/parameters/rerun".
+ * "echo N > .../hold" sends N writes of 1 MiB into pages the core
+ * allocates, which the responder holds unanswered until "echo 0 > .../hold"
+ * (reading it says how many were held and refused): the core's data
+ * budget is checked from debugfs meanwhile.
  *
  * Locking: the test runs single-threaded except for completions, which
  * only signal a struct completion; counters are atomics.
@@ -19,9 +23,12 @@
 #include <linux/highmem.h>
 #include <linux/hrtimer.h>
 #include <linux/kthread.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/sysfs.h>
 #include <tern/tern.h>
 
 static unsigned int port = 7447;
@@ -54,7 +61,11 @@ enum tt_op {
 	TT_OP_STALL,		/* first copy blocks the responder's lane */
 	TT_OP_HARDIRQ,		/* answered from a hard interrupt */
 	TT_OP_STATUS,		/* answered with status (s32)len, any value */
+	TT_OP_HOLD,		/* a write held unanswered until "hold" is 0 */
 };
+
+#define TT_HOLD_MAX	256
+#define TT_HOLD_SIZE	SZ_1M
 
 struct tt_front {
 	__le32	op;
@@ -78,6 +89,11 @@ static atomic_t tt_srv_requests = ATOMIC_INIT(0);
 static atomic_t tt_srv_resent = ATOMIC_INIT(0);
 static atomic_t tt_srv_bad = ATOMIC_INIT(0);
 static DEFINE_MUTEX(tt_run_lock);
+
+/* responder: TT_OP_HOLD requests not answered yet */
+static DEFINE_SPINLOCK(tt_held_lock);
+static struct tern_srv_req *tt_held[TT_HOLD_MAX];
+static unsigned int tt_nr_held;
 
 static u8 tt_pattern(u32 seed, u32 i)
 {
@@ -287,6 +303,44 @@ static int tt_reply_from_irq(struct tern_srv_req *sreq)
 	return 0;
 }
 
+static bool tt_hold_keep(struct tern_srv_req *sreq)
+{
+	bool kept = false;
+
+	spin_lock(&tt_held_lock);
+	if (tt_nr_held < TT_HOLD_MAX) {
+		tt_held[tt_nr_held++] = sreq;
+		kept = true;
+	}
+	spin_unlock(&tt_held_lock);
+	return kept;
+}
+
+/* Check the data of every held request, then answer it. */
+static int tt_hold_answer(void)
+{
+	unsigned int i, n;
+	int err = 0;
+
+	spin_lock(&tt_held_lock);
+	n = tt_nr_held;
+	tt_nr_held = 0;
+	spin_unlock(&tt_held_lock);
+	for (i = 0; i < n; i++) {
+		struct tern_srv_req *sreq = tt_held[i];
+		int status = tt_handle_write(sreq, sreq->front);
+
+		if (status) {
+			pr_err("hold: request %llu: data check %d\n", sreq->tid,
+			       status);
+			err = -EIO;
+		}
+		if (tern_reply(sreq, status, sreq->front, sreq->front_len))
+			err = -EIO;
+	}
+	return err;
+}
+
 static void tt_request(struct tern_srv_req *sreq)
 {
 	const struct tt_front *f = sreq->front;
@@ -316,6 +370,11 @@ static void tt_request(struct tern_srv_req *sreq)
 			if (tern_reply(sreq, (s32)le32_to_cpu(f->len), NULL, 0))
 				atomic_inc(&tt_srv_bad);
 			return;
+		case TT_OP_HOLD:
+			if (tt_hold_keep(sreq))
+				return;
+			status = -ENOSPC;
+			break;
 		case TT_OP_STALL:
 			/* Starve the requester's keepalive: it must resend. */
 			if (!sreq->resent)
@@ -996,6 +1055,150 @@ static int tt_keepalive(void)
 	return err;
 }
 
+/* requester: the writes of the last "hold" (tt_run_lock) */
+static struct {
+	struct tern_session	*sess;
+	struct tt_req		*reqs;
+	unsigned int		nr;
+	unsigned int		held;
+	unsigned int		refused;
+} tt_hold;
+
+/* Answer what is held, wait for every write of the hold, free them. */
+static int tt_hold_release(void)
+{
+	unsigned int i, ok = 0, refused = 0;
+	int err;
+
+	if (!tt_hold.sess)
+		return 0;
+	err = tt_hold_answer();
+	for (i = 0; i < tt_hold.nr; i++) {
+		struct tt_req *r = &tt_hold.reqs[i];
+
+		if (tt_req_wait(r, tt_wait_jiffies(), "hold")) {
+			err = -EIO;
+		} else if (!r->req.status && !r->req.reply_status) {
+			ok++;
+		} else if (!r->req.status && r->req.reply_status == -ENOMEM) {
+			refused++;
+		} else {
+			pr_err("hold: write %u: status %d reply_status %d\n", i,
+			       r->req.status, r->req.reply_status);
+			err = -EIO;
+		}
+		tt_buf_free(&r->buf);
+	}
+	pr_info("hold: %u writes answered after being held, %u refused with -ENOMEM\n",
+		ok, refused);
+	if (ok != tt_hold.held || refused != tt_hold.refused)
+		err = -EIO;
+	tern_session_destroy(tt_hold.sess);
+	kvfree(tt_hold.reqs);
+	memset(&tt_hold, 0, sizeof(tt_hold));
+	return err;
+}
+
+/*
+ * Send @n writes of TT_HOLD_SIZE at once, with odd seeds so that the
+ * core allocates their pages, and wait until each is held by the
+ * responder or answered (refused) by the core.
+ */
+static int tt_hold_start(unsigned int n)
+{
+	struct tern_session_opts o = {
+		.queue_depth = n,
+		.max_data = TT_HOLD_SIZE,
+		.max_inflight_bytes = (u64)n * TT_HOLD_SIZE,
+	};
+	unsigned long deadline = jiffies + tt_wait_jiffies();
+	unsigned int i, done, held;
+	char uri[64];
+	int err = 0;
+
+	if (tt_hold.sess)
+		return -EBUSY;
+	if (n > TT_HOLD_MAX)
+		return -EINVAL;
+	tt_hold.reqs = kvcalloc(n, sizeof(*tt_hold.reqs), GFP_KERNEL);
+	if (!tt_hold.reqs)
+		return -ENOMEM;
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port);
+	tt_hold.sess = tern_connect(tt_cli, uri, &o);
+	if (IS_ERR(tt_hold.sess)) {
+		err = PTR_ERR(tt_hold.sess);
+		tt_hold.sess = NULL;
+		kvfree(tt_hold.reqs);
+		tt_hold.reqs = NULL;
+		return err;
+	}
+	for (i = 0; i < n && !err; i++) {
+		struct tt_req *r = &tt_hold.reqs[i];
+
+		err = tt_buf_alloc(&r->buf, TT_HOLD_SIZE, 0, GFP_KERNEL);
+		if (err)
+			break;
+		tt_buf_pattern(r->buf.bvec, r->buf.nr, TT_HOLD_SIZE, 2 * i + 1,
+			       0, false);
+		tt_req_prep(r, TT_OP_WRITE, TT_HOLD_SIZE, 2 * i + 1, 0);
+		r->front.op = cpu_to_le32(TT_OP_HOLD);
+		err = tern_send(tt_hold.sess, &r->req, 0);
+		if (err)
+			tt_buf_free(&r->buf);
+		else
+			tt_hold.nr++;
+	}
+	/* each write is either held or refused (completed) */
+	do {
+		msleep(20);
+		for (i = 0, done = 0; i < tt_hold.nr; i++)
+			done += completion_done(&tt_hold.reqs[i].done);
+		spin_lock(&tt_held_lock);
+		held = tt_nr_held;
+		spin_unlock(&tt_held_lock);
+	} while (done + held < tt_hold.nr && time_before(jiffies, deadline));
+	tt_hold.held = held;
+	tt_hold.refused = done;
+	pr_info("hold: %u of %u writes held, %u answered\n", held, n, done);
+	if (err || done + held != n) {
+		tt_hold_release();
+		return err ?: -ETIMEDOUT;
+	}
+	return 0;
+}
+
+static int tt_hold_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int err = kstrtouint(val, 0, &n);
+
+	if (err)
+		return err;
+	mutex_lock(&tt_run_lock);
+	err = n ? tt_hold_start(n) : tt_hold_release();
+	mutex_unlock(&tt_run_lock);
+	return err;
+}
+
+static int tt_hold_get(char *buf, const struct kernel_param *kp)
+{
+	int n;
+
+	mutex_lock(&tt_run_lock);
+	n = sysfs_emit(buf, "held %u refused %u\n", tt_hold.held,
+		       tt_hold.refused);
+	mutex_unlock(&tt_run_lock);
+	return n;
+}
+
+static const struct kernel_param_ops tt_hold_ops = {
+	.set = tt_hold_set,
+	.get = tt_hold_get,
+};
+module_param_cb(hold, &tt_hold_ops, NULL, 0600);
+MODULE_PARM_DESC(hold,
+		 "Write N to send N writes of 1 MiB the responder holds, 0 to answer them; read: held and refused");
+
 static int tt_run(void)
 {
 	char uri[64];
@@ -1058,6 +1261,9 @@ MODULE_PARM_DESC(rerun, "Write anything to run the requester tests again");
 
 static void tt_teardown(void)
 {
+	mutex_lock(&tt_run_lock);
+	tt_hold_release();
+	mutex_unlock(&tt_run_lock);
 	if (tt_keep)
 		tern_session_destroy(tt_keep);
 	tt_keep = NULL;
