@@ -22,6 +22,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
+#include <tern/compat.h>
 #include <tern/tern.h>
 
 static unsigned int port = 7447;
@@ -281,8 +282,8 @@ static int tt_reply_from_irq(struct tern_srv_req *sreq)
 	if (!r)
 		return -ENOMEM;
 	r->sreq = sreq;
-	hrtimer_init(&r->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
-	r->timer.function = tt_irq_reply_fn;
+	tern_hrtimer_setup(&r->timer, tt_irq_reply_fn, CLOCK_MONOTONIC,
+			   HRTIMER_MODE_REL_HARD);
 	hrtimer_start(&r->timer, ms_to_ktime(1), HRTIMER_MODE_REL_HARD);
 	return 0;
 }
