@@ -11,8 +11,10 @@
 #   make deps          install what the above need (idempotent)
 #   make install       modules_install + tools into DESTDIR/PREFIX
 #
-# Kernel selection: KDIR= wins; else the running kernel's build directory;
-# else the pinned Debian headers (linux-headers-$(KSERIES)-amd64).
+# Kernel selection: KDIR= wins; else KERNELRELEASE='s build directory (as
+# DKMS passes it); else the running kernel's; else the pinned Debian
+# headers (linux-headers-$(KSERIES)-amd64). Any kernel from 6.1 on builds:
+# kbuild probes its features first (tools/compat, Documentation/design.rst).
 
 KSERIES ?= 6.12
 TERN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tern
@@ -28,7 +30,9 @@ pinned_kver = $(shell dpkg-query -W -f='$${Depends}' linux-headers-$(KSERIES)-am
 running_kdir := /lib/modules/$(shell uname -r)/build
 
 ifeq ($(KDIR),)
-ifneq ($(wildcard $(running_kdir)/Makefile),)
+ifneq ($(KERNELRELEASE),)
+KDIR := /lib/modules/$(KERNELRELEASE)/build
+else ifneq ($(wildcard $(running_kdir)/Makefile),)
 KDIR := $(running_kdir)
 else
 KDIR = /usr/src/linux-headers-$(pinned_kver)

@@ -23,6 +23,7 @@
 #include <linux/module.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <tern/compat.h>
 #include "blk.h"
 
 struct tern_blk_cmd {
@@ -853,6 +854,7 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 		.max_segments		= min_t(u16, TERN_BLK_MAX_SEGMENTS,
 						le16_to_cpu(info->max_segments)),
 	};
+	unsigned int features = 0;
 	struct gendisk *disk;
 	int err;
 
@@ -872,19 +874,19 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 		lim.max_write_zeroes_sectors =
 			le32_to_cpu(info->max_write_zeroes_sectors);
 	if (iflags & TERN_BLK_INFO_WRITE_CACHE) {
-		lim.features |= BLK_FEAT_WRITE_CACHE;
+		features |= TERN_BLK_FEAT_WRITE_CACHE;
 		if (iflags & TERN_BLK_INFO_FUA)
-			lim.features |= BLK_FEAT_FUA;
+			features |= TERN_BLK_FEAT_FUA;
 	}
 	if (dev->si.features & TERN_FEAT_DATA_CRC)
-		lim.features |= BLK_FEAT_STABLE_WRITES;
+		features |= TERN_BLK_FEAT_STABLE_WRITES;
 
 	dev->tag_set.ops = &tern_blk_mq_ops;
 	dev->tag_set.nr_hw_queues = dev->si.nr_lanes;
 	dev->tag_set.queue_depth = dev->si.queue_depth;
 	dev->tag_set.numa_node = NUMA_NO_NODE;
 	dev->tag_set.cmd_size = sizeof(struct tern_blk_cmd);
-	dev->tag_set.flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_TAG_HCTX_SHARED;
+	dev->tag_set.flags = TERN_BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_TAG_HCTX_SHARED;
 	dev->send_flags = TERN_SEND_NOWAIT;
 	/* let a socket transport send from queue_rq, as nvme-tcp does */
 	if (tern_session_send_sleeps(dev->sess)) {
@@ -896,7 +898,7 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 	if (err)
 		return err;
 
-	disk = blk_mq_alloc_disk(&dev->tag_set, &lim, dev);
+	disk = tern_blk_mq_alloc_disk(&dev->tag_set, &lim, features, dev);
 	if (IS_ERR(disk)) {
 		blk_mq_free_tag_set(&dev->tag_set);
 		return PTR_ERR(disk);

@@ -20,7 +20,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/crc32c.h>
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/slab.h>
