@@ -236,6 +236,7 @@ struct tern_session {
 	wait_queue_head_t		wait;
 	struct delayed_work		loss_work;
 	bool				loss_armed;
+	unsigned long			down_since;	/* jiffies: RECONNECTING */
 
 	atomic_t			nr_srv_reqs;
 
