@@ -510,13 +510,12 @@ static const char *tern_blk_info_fault(const struct tern_blk_info *info,
 	u64 cap = le64_to_cpu(info->capacity);
 	u16 flags = le16_to_cpu(info->flags);
 	u32 gran = le32_to_cpu(info->discard_granularity);
-	unsigned int i;
 
 	if (len != sizeof(*info))
 		return "reply front length";
-	for (i = 0; i < ARRAY_SIZE(info->reserved); i++)
-		if (info->reserved[i])
-			return "reserved field set";
+	/* any uuid is fine (zero: none); only what stays reserved is not */
+	if (info->reserved)
+		return "reserved field set";
 	if (flags & ~TERN_BLK_INFO_ALL)
 		return "unknown flags";
 	if (!info->handle)
