@@ -122,6 +122,8 @@ static int tern_tgt_fill_info(struct tern_tgt_export *exp)
 	info->max_discard_sectors = cpu_to_le32(disc);
 	info->max_write_zeroes_sectors = cpu_to_le32(wz);
 	info->discard_granularity = cpu_to_le32(gran);
+	/* the uuid changes only while disabled: fixed for this instance */
+	export_uuid(info->uuid, &exp->uuid);
 	rcu_assign_pointer(exp->geom, g);
 	if (old)
 		kfree_rcu(old, rcu);

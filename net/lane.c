@@ -817,6 +817,7 @@ static void tern_lane_ka_work(struct work_struct *work)
 	struct tern_core_lane *cl = container_of(to_delayed_work(work),
 						 struct tern_core_lane,
 						 ka_work);
+	unsigned int ka_interval, ka_timeout;
 	unsigned long now = jiffies;
 
 	if (test_bit(TERN_LANE_F_DYING, &cl->flags))
@@ -836,11 +837,14 @@ static void tern_lane_ka_work(struct work_struct *work)
 		return;
 	}
 
-	if (cl->ka_timeout_ms &&
+	/* tern_session_set_timeouts() may change them on a live lane */
+	ka_timeout = READ_ONCE(cl->ka_timeout_ms);
+	ka_interval = READ_ONCE(cl->ka_interval_ms);
+	if (ka_timeout &&
 	    time_after(now, READ_ONCE(cl->last_rx) +
-		       msecs_to_jiffies(cl->ka_timeout_ms))) {
+		       msecs_to_jiffies(ka_timeout))) {
 		pr_warn_ratelimited("%s: keepalive timeout after %u ms\n",
-				    cl->name, cl->ka_timeout_ms);
+				    cl->name, ka_timeout);
 		tern_lane_kill(cl, -ETIMEDOUT);
 		return;
 	}
@@ -850,9 +854,9 @@ static void tern_lane_ka_work(struct work_struct *work)
 	}
 	if (cl->requester)
 		tern_lane_queue_ctrl(cl, &cl->ping_frame, &cl->ping_queued);
-	if (cl->ka_interval_ms)
+	if (ka_interval)
 		mod_delayed_work(tern_wq, &cl->ka_work,
-				 msecs_to_jiffies(cl->ka_interval_ms));
+				 msecs_to_jiffies(ka_interval));
 }
 
 static void tern_lane_rx_cleanup(struct tern_core_lane *cl)

@@ -252,6 +252,7 @@ struct tern_session {
 	wait_queue_head_t		wait;
 	struct delayed_work		loss_work;
 	bool				loss_armed;
+	unsigned long			down_since;	/* jiffies: RECONNECTING */
 
 	atomic_t			nr_srv_reqs;
 	atomic64_t			core_data_bytes; /* see server.c */

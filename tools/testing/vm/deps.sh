@@ -27,6 +27,7 @@ packages=(
 	qemu-system-x86 busybox-static kmod cpio iproute2
 	fio e2fsprogs nvme-cli util-linux procps gnuplot-nox linux-perf
 	keyutils tcpdump
+	udev
 )
 
 log() { echo "deps: $*" >&2; }
