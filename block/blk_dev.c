@@ -343,9 +343,9 @@ static const struct blk_mq_ops tern_blk_mq_ops = {
  * DELETING in one step under @open_lock, as rbd does: an open either
  * comes first and makes unmap fail with -EBUSY, or fails with -ENXIO.
  */
-static int tern_blk_open_disk(struct gendisk *disk, blk_mode_t mode)
+static tern_bdops_open(tern_blk_open_disk)
 {
-	struct tern_blk_dev *dev = disk->private_data;
+	struct tern_blk_dev *dev = tern_bdops_open_disk->private_data;
 	int err = 0;
 
 	spin_lock(&dev->open_lock);
@@ -357,9 +357,9 @@ static int tern_blk_open_disk(struct gendisk *disk, blk_mode_t mode)
 	return err;
 }
 
-static void tern_blk_release_disk(struct gendisk *disk)
+static tern_bdops_release(tern_blk_release_disk)
 {
-	struct tern_blk_dev *dev = disk->private_data;
+	struct tern_blk_dev *dev = tern_bdops_release_disk->private_data;
 
 	spin_lock(&dev->open_lock);
 	dev->open_count--;

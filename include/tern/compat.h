@@ -274,4 +274,25 @@ static inline void tern_hrtimer_setup(struct hrtimer *timer,
 }
 #endif
 
+/* ---- block device operations ---- */
+
+/*
+ * Since 6.5 .open takes the disk and a blk_mode_t and .release only the
+ * disk; before, .open took the block_device and both an fmode_t. Define
+ * them as tern_bdops_open(name) and tern_bdops_release(name), whose
+ * disks are tern_bdops_open_disk and tern_bdops_release_disk.
+ */
+#ifdef TERN_HAVE_BDOPS_OPEN_DISK
+#define tern_bdops_open(name) \
+	int name(struct gendisk *tern_bdops_open_disk, blk_mode_t mode)
+#define tern_bdops_release(name) \
+	void name(struct gendisk *tern_bdops_release_disk)
+#else
+#define tern_bdops_open(name) \
+	int name(struct block_device *bdev, fmode_t mode)
+#define tern_bdops_open_disk	(bdev->bd_disk)
+#define tern_bdops_release(name) \
+	void name(struct gendisk *tern_bdops_release_disk, fmode_t mode)
+#endif
+
 #endif /* _TERN_COMPAT_H */
