@@ -1111,21 +1111,46 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 }
 
 /*
- * A device already mapping what @o names: same transport, address,
- * service, export and host id. Caller holds tern_blk_mutex.
+ * A device still serving what @o names: same transport, address,
+ * service, export and host id, neither failed, nor being unmapped, nor
+ * left by its export. Caller holds tern_blk_mutex.
  */
 static struct tern_blk_dev *tern_blk_find_locked(const struct tern_blk_opts *o)
 {
 	struct tern_blk_dev *dev;
+	int state;
 
-	list_for_each_entry(dev, &tern_blk_devs, entry)
+	list_for_each_entry(dev, &tern_blk_devs, entry) {
+		state = atomic_read(&dev->state);
+		if (state == TERN_BLK_FAILED || state == TERN_BLK_DELETING ||
+		    test_bit(TERN_BLK_REMOVED, &dev->flags))
+			continue;
 		if (!strcmp(dev->opts.transport, o->transport) &&
 		    !strcmp(dev->opts.address, o->address) &&
 		    dev->opts.service == o->service &&
 		    !strcmp(dev->opts.export, o->export) &&
 		    !strcmp(dev->opts.host, o->host))
 			return dev;
+	}
 	return NULL;
+}
+
+/*
+ * May a second map of @dev's export, asking for @want, get @dev? Only
+ * if it asks for nothing @dev lacks: the lanes and queue depth it names
+ * are the ones @dev was mapped with, and crc, read-only, a key and
+ * encryption, when asked for, @dev has. The loss timeout and keepalive
+ * may be changed on a mapped device, so they do not count.
+ */
+static bool tern_blk_mapping_fits(const struct tern_blk_opts *dev,
+				  const struct tern_blk_opts *want)
+{
+	return (!want->lanes || want->lanes == dev->lanes) &&
+	       (!want->queue_depth || want->queue_depth == dev->queue_depth) &&
+	       (!want->crc || dev->crc) &&
+	       (!want->read_only || dev->read_only) &&
+	       (!want->has_key || dev->has_key) &&
+	       (!want->encrypt || dev->encrypt);
 }
 
 static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
@@ -1139,24 +1164,32 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
  *
  * An export already mapped with the same identity (transport, address,
  * service, export, host id) gives the existing device, unless
- * @opts->duplicate asks for another one.
+ * @opts->duplicate asks for another one; asking for what that device
+ * lacks (other lanes or queue depth, crc, read-only, a key, encryption)
+ * is refused with -EEXIST, as nvme refuses a duplicate connect.
  *
  * Return: 0, or a negative errno and nothing is created.
  */
 int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
 {
 	struct tern_blk_dev *dev = NULL;
-	int err;
+	int err = 0;
 
 	mutex_lock(&tern_blk_add_mutex);
 	if (!opts->duplicate) {
 		mutex_lock(&tern_blk_mutex);
 		dev = tern_blk_find_locked(opts);
-		if (dev)
+		if (dev && tern_blk_mapping_fits(&dev->opts, opts)) {
 			strscpy(name, dev->name, size);
+		} else if (dev) {
+			pr_warn_ratelimited("%s maps export %s with other options already: unmap it, or map again with duplicate=1\n",
+					    dev->name, opts->export);
+			err = -EEXIST;
+		}
 		mutex_unlock(&tern_blk_mutex);
 	}
-	err = dev ? 0 : __tern_blk_add(opts, name, size);
+	if (!dev)
+		err = __tern_blk_add(opts, name, size);
 	mutex_unlock(&tern_blk_add_mutex);
 	return err;
 }

@@ -35,17 +35,18 @@ setup_modules() {
 	[ -d "$CFG/exports" ] && [ -c "$CTL" ] && [ -b /dev/ram0 ]
 }
 
-export_add() {	# NAME PATH RO
+export_add() {	# NAME PATH RO [UUID]
 	mkdir "$CFG/exports/$1" &&
 		echo "$2" > "$CFG/exports/$1/device_path" &&
-		echo "$3" > "$CFG/exports/$1/read_only" &&
-		echo 1 > "$CFG/exports/$1/enable"
+		echo "$3" > "$CFG/exports/$1/read_only" || return 1
+	[ -z "${4:-}" ] || echo "$4" > "$CFG/exports/$1/uuid" || return 1
+	echo 1 > "$CFG/exports/$1/enable"
 }
 
-setup_target() {
+setup_target() {	# [VOL0_UUID]: vol0 keeps its name across a restart
 	mkdir -p "$WORK" || return 1
 	truncate -s 64M "$FILE0" "$ACL0" || return 1
-	export_add vol0 /dev/ram0 0 || return 1
+	export_add vol0 /dev/ram0 0 "${1:-}" || return 1
 	export_add ro0 /dev/ram1 1 || return 1
 	export_add file0 "$FILE0" 0 || return 1
 	mkdir "$CFG/exports/acl0" && echo "$ACL0" > "$CFG/exports/acl0/device_path" &&
@@ -149,10 +150,11 @@ block_probe() {
 }
 
 # maps_with_lanes OPTS N [QD]: a device mapped with OPTS gets N lanes
-# (and queue depth QD, when given); unmapped again either way
+# (and queue depth QD, when given); unmapped again either way. vol0 is
+# mapped already: duplicate=1 asks for a device of its own.
 maps_with_lanes() {
 	local d rc=0
-	d=$(map "$1") && wait_bdev "$d" || return 1
+	d=$(map "$1,duplicate=1") && wait_bdev "$d" || return 1
 	lanes_are "$d" "$2" "${3:-}" || { echo "$1: want $2 lanes"; rc=1; }
 	unmap "$d" || rc=1
 	return $rc
@@ -362,7 +364,7 @@ read_only_export() {
 
 read_only_option() {
 	local d
-	d=$(map "$AT,export=vol0,read_only=1") || return 1
+	d=$(map "$AT,export=vol0,read_only=1,duplicate=1") || return 1
 	MAPPED+=("$d")
 	wait_bdev "$d" || return 1
 	[ "$(cat "/sys/block/$d/ro")" = 1 ]
@@ -429,7 +431,7 @@ echo_map() {
 	local before after d e rc=0
 	for e in echo /bin/echo; do
 		before=$(tern_devs | sort)
-		if ! $e "$AT,export=vol0,lanes=1" > "$CTL"; then
+		if ! $e "$AT,export=vol0,lanes=1,duplicate=1" > "$CTL"; then
 			echo "$e: map write failed"
 			return 1
 		fi
@@ -550,7 +552,7 @@ port_bounce() {
 # and works again once the target is back.
 loss_timeout() {
 	local d st i rc=0 t0
-	d=$(map "$AT,export=vol0,loss_timeout=2") || return 1
+	d=$(map "$AT,export=vol0,loss_timeout=2,duplicate=1") || return 1
 	wait_bdev "$d" || return 1
 	st=/sys/block/$d/tern/state
 	echo 0 > "$CFG/ports/p0/enable" || return 1
@@ -600,7 +602,7 @@ request_timeout() {
 	local d t0 st stuck resets want i rc=0
 	local mt=/sys/module/tern_blk/parameters/max_timeouts
 	local stall=/sys/module/tern_target/parameters/inject_stall_ms
-	d=$(map "$AT,export=vol0,lanes=1") || return 1
+	d=$(map "$AT,export=vol0,lanes=1,duplicate=1") || return 1
 	wait_bdev "$d" || return 1
 	udevadm settle 2>/dev/null
 	echo 1000 > "/sys/block/$d/queue/io_timeout" && echo 3 > "$mt" &&
@@ -702,7 +704,7 @@ export_disable_while_mapped() {	# DEV mapped on file0
 		return 1
 	fi
 	read_fails "$d" 101 || rc=1
-	if ! d2=$(map "$AT,export=file0,lanes=1") || ! wait_bdev "$d2"; then
+	if ! d2=$(map "$AT,export=file0,lanes=1,duplicate=1") || ! wait_bdev "$d2"; then
 		echo "file0 made again does not map"
 		return 1
 	fi
@@ -714,7 +716,7 @@ export_disable_while_mapped() {	# DEV mapped on file0
 	echo 1 > "$CFG/exports/file0/enable" || rc=1
 	read_fails "$d2" 201 || rc=1
 	[ "$(cat "/sys/block/$d2/tern/state")" = removed ] || rc=1
-	if ! d3=$(map "$AT,export=file0,lanes=1") || ! wait_bdev "$d3"; then
+	if ! d3=$(map "$AT,export=file0,lanes=1,duplicate=1") || ! wait_bdev "$d3"; then
 		echo "file0 enabled again does not map"
 		return 1
 	fi
@@ -729,8 +731,11 @@ export_disable_while_mapped() {	# DEV mapped on file0
 # binds again, a write issued while the target was away completes, and
 # the data on both sides of the restart reads back intact.
 target_restart() {	# DEV mapped on vol0
-	local d=$1 st=/sys/block/$1/tern before after pid rc=0
+	local d=$1 st=/sys/block/$1/tern before after pid uuid rc=0
 	before=$(cat "$st/rebinds") || return 1
+	# restarted as a saved configuration restores it: the same uuid (a
+	# client refuses to bind its device to another export's uuid)
+	uuid=$(cat "$CFG/exports/vol0/uuid") || return 1
 	head -c 2M /dev/urandom > "$WORK/r1" &&
 		head -c 2M /dev/urandom > "$WORK/r2" || return 1
 	dd if="$WORK/r1" of="/dev/$d" bs=64k oflag=direct status=none ||
@@ -739,7 +744,8 @@ target_restart() {	# DEV mapped on vol0
 	modprobe -r tern_target && modprobe tern_target || return 1
 	dd if="$WORK/r2" of="/dev/$d" bs=64k seek=32 oflag=direct status=none &
 	pid=$!
-	setup_target || { echo "cannot configure the target again"; rc=1; }
+	setup_target "$uuid" ||
+		{ echo "cannot configure the target again"; rc=1; }
 	wait $pid || { echo "the write across the restart failed"; rc=1; }
 	cmp <(dd if="/dev/$d" bs=1M count=2 iflag=direct status=none) \
 		"$WORK/r1" || rc=1

@@ -197,7 +197,7 @@ fio_verify() {	# DEV OUT
 # Two exports on two ports, a session each, verified at once.
 two_ports_concurrent() {
 	local a b d pa pb ra rb rc=0
-	a=$(map_dev vol0 $SVC0 --lanes 2) || return 1
+	a=$(map_dev vol0 $SVC0 --lanes 2 --new) || return 1
 	b=$(map_uri "$TRANSPORT://$ADDR1:$SVC1/vol1" --lanes 2) ||
 		{ adm unmap "$a"; return 1; }
 	for d in "$a" "$b"; do
@@ -229,7 +229,7 @@ two_ports_concurrent() {
 # with errors within 15 s, leaving nothing stuck.
 unmap_under_fio() {
 	local d pid i t0 rc=0 frc stuck
-	d=$(map_dev vol0 $SVC0 --lanes 2 --queue-depth 64) || return 1
+	d=$(map_dev vol0 $SVC0 --lanes 2 --queue-depth 64 --new) || return 1
 	fio_busy "$d" "$WORK/unmap.out" 5 100 --name=unmap --rw=randwrite \
 		--bs=4k --iodepth=32 --size=64M --runtime=20
 	pid=$FIO_PID
@@ -276,7 +276,7 @@ reload_tern_blk() {
 map_unmap_cycles() {
 	local i d n=0
 	for i in $(seq "$CYCLES"); do
-		d=$(map_dev vol0 $SVC0) || { echo "cycle $i: map failed"; return 1; }
+		d=$(map_dev vol0 $SVC0 --new) || { echo "cycle $i: map failed"; return 1; }
 		adm unmap "$d" || { echo "cycle $i: unmap $d failed"; return 1; }
 		if [ -e "/sys/block/$d" ] || [ -b "/dev/$d" ]; then
 			echo "cycle $i: $d still present after unmap"

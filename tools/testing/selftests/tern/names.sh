@@ -179,7 +179,8 @@ first_map() {
 # unmap: the links go; vol1 mapped first, vol0 gets another ternN and
 # its links, the same ones, lead there
 remap() {
-	local u old=$DEV links
+	local u old links
+	old=$(cat "$WORK/dev")	# vol0's, from first_map (checks run in subshells)
 	u=$(cfg_uuid vol0)
 	udevadm settle --timeout=30
 	unmap "$old" || return 1
@@ -198,7 +199,7 @@ remap() {
 uuid_changed() {
 	local old new=22222222-3333-4444-8555-666666666666 d
 	old=$(cfg_uuid vol1)
-	d=$(tern_devs | grep -vx "$DEV")
+	d=$(tern_devs | grep -vx "$(cat "$WORK/dev")")	# not vol0's
 	udevadm settle --timeout=30
 	unmap "$d" || return 1
 	echo 0 > "$CFG/exports/vol1/enable" &&
