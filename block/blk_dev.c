@@ -56,6 +56,17 @@ module_param(max_timeouts, uint, 0644);
 MODULE_PARM_DESC(max_timeouts,
 		 "Fail a request unanswered over a live session after this many expiries of its timeout (queue/io_timeout); 0 = never (default 4)");
 
+static unsigned int ctrl_timeout_ms = 30000;
+module_param(ctrl_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(ctrl_timeout_ms,
+		 "Cancel an OPEN or INFO unanswered after this many ms (1000 to 3600000, default 30000)");
+
+static unsigned long tern_blk_ctrl_timeout(void)
+{
+	return msecs_to_jiffies(clamp(READ_ONCE(ctrl_timeout_ms), 1000U,
+				      3600000U));
+}
+
 /* How long a failed rebind makes -ESTALE an I/O error, not a retry. */
 #define TERN_BLK_REBIND_BACKOFF	(5 * HZ)
 
@@ -745,7 +756,7 @@ again:
 	strscpy_pad(c->args.export, dev->opts.export, sizeof(c->args.export));
 	strscpy_pad(c->args.host, dev->opts.host, sizeof(c->args.host));
 	err = tern_blk_ctrl_exec(dev, c, sizeof(c->req) + sizeof(c->args),
-				 30 * HZ);
+				 tern_blk_ctrl_timeout());
 	/* a target from before uuids refuses the flag: open without it */
 	if (err == -EINVAL && !dev->uuid_refused) {
 		pr_info("%s: the target refused TERN_BLK_F_UUID; opening export %s without a uuid\n",
@@ -873,7 +884,8 @@ static int tern_blk_rescan(struct tern_blk_dev *dev)
 		return -ENOMEM;
 	c->req.opcode = TERN_BLK_OP_INFO;
 	c->req.handle = cpu_to_le64(dev->handle);
-	err = tern_blk_ctrl_exec(dev, c, sizeof(c->req), 30 * HZ);
+	err = tern_blk_ctrl_exec(dev, c, sizeof(c->req),
+				 tern_blk_ctrl_timeout());
 	if (!err)
 		err = tern_blk_check_info(dev, &c->info,
 					  c->treq.reply_front_len);

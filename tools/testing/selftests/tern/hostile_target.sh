@@ -15,8 +15,8 @@
 #  6  READ replies with too little or too much data, a front, a front
 #     above max_front
 #  7  READ data trickled a byte every 200-500 ms; the OPEN reply a byte
-#     a second, past the OPEN timeout, on every connection or on the
-#     first only
+#     a second, past the OPEN timeout (tern_blk.ctrl_timeout_ms, 5 s
+#     here), on every connection or on the first only
 #  8  every WATCH answered at once with a new capacity
 #  9  wrong data CRCs with crc negotiated (READ, OPEN)
 # 10  a HELLO never answered, half a HELLO_ACK
@@ -293,17 +293,19 @@ info_case() {
 	return "$ok"
 }
 
-# trickle_open WANT [ARGS...]: the OPEN reply trickles past the 30 s OPEN
-# timeout (on the connections "-T trickle-open ARGS" says); the map ends
-# within 45 s, with a device that works and unmaps (WANT=ok) or with an
-# error and no device (WANT=fail)
+# trickle_open WANT [ARGS...]: the OPEN reply trickles past the OPEN
+# timeout, 5 s here (on the connections "-T trickle-open ARGS" says); the
+# map ends within 20 s, with a device that works and unmaps (WANT=ok) or
+# with an error and no device (WANT=fail)
 trickle_open() {
-	local want=$1 ok=0
+	local want=$1 ok=0 tmo=/sys/module/tern_blk/parameters/ctrl_timeout_ms
 	shift
 	ht_start trickle-open "$@" || return 1
-	timed 45 "$TERNADM" map "tcp://127.0.0.1:$HT_PORT/vol0" "${MAP_OPTS[@]}"
-	echo "map: exit $T_RC after $T_TOOK s (bound 45 s): $T_OUT"
-	[ "$T_TOOK" -le 45 ] || ok=1
+	echo 5000 > "$tmo"
+	timed 20 "$TERNADM" map "tcp://127.0.0.1:$HT_PORT/vol0" "${MAP_OPTS[@]}"
+	echo 30000 > "$tmo"
+	echo "map: exit $T_RC after $T_TOOK s (bound 20 s): $T_OUT"
+	[ "$T_TOOK" -le 20 ] || ok=1
 	if [ "$T_RC" = 0 ]; then
 		DEV=${T_OUT#/dev/}
 		[ "$want" = ok ] || { echo "the map should have failed"; ok=1; }
@@ -390,9 +392,9 @@ run_case() {
 	7)
 		IO_TIMEOUT=5000 check "7: READ data trickled, io_timeout 5 s: the lane resets, the READ fails or is right within 45 s" \
 			io_case trickle-read reconnects 45
-		check "7: OPEN reply trickled on every connection: the map fails within 45 s, no device" \
+		check "7: OPEN reply trickled on every connection, OPEN timeout 5 s: the map fails within 20 s, no device" \
 			trickle_open fail
-		check "7: OPEN reply trickled on the first connection: the map works within 45 s after the lane reset" \
+		check "7: OPEN reply trickled on the first connection, OPEN timeout 5 s: the map works within 20 s after the lane reset" \
 			trickle_open ok -N 1
 		;;
 	8)
