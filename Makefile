@@ -11,6 +11,7 @@
 #   make deps          install what the above need (idempotent)
 #   make install       modules_install + tools into DESTDIR/PREFIX
 #   make dkms-source   the DKMS tree into DESTDIR/usr/src/tern-VERSION
+#   make deb           tern-dkms and ternadm .debs into BUILD/deb/
 #
 # Kernel selection: KDIR= wins; else the running kernel's build directory;
 # else the pinned Debian headers (linux-headers-$(KSERIES)-amd64).
@@ -52,7 +53,7 @@ SOAK_ROUND ?= 120
 SOAK_FAIL_EVERY ?= 2000
 
 .PHONY: all modules tools deps deps-if-missing check demo bench soak install clean help
-.PHONY: dkms-source
+.PHONY: dkms-source deb
 
 all: modules tools
 
@@ -94,13 +95,16 @@ install:
 dkms-source:
 	@tools/packaging/dkms-source "$(DESTDIR)"
 
+deb:
+	@tools/packaging/build-deb
+
 clean:
 	$(MAKE) -C $(KDIR) M=$(SRC) clean
 	@for d in $(TOOL_DIRS); do $(MAKE) -C $$d clean; done
 	rm -rf $(BUILD)
 
 help:
-	@sed -n "3,16p" Makefile | sed 's/^# \{0,1\}//'
+	@sed -n "3,17p" Makefile | sed 's/^# \{0,1\}//'
 
 print-%:
 	@echo '$($*)'

@@ -20,6 +20,7 @@ packages=(
 	qemu-system-x86 busybox-static kmod cpio iproute2
 	fio e2fsprogs nvme-cli util-linux procps gnuplot-nox linux-perf
 	keyutils tcpdump
+	dpkg-dev build-essential debhelper dh-dkms dkms systemd
 )
 
 log() { echo "deps: $*" >&2; }
