@@ -54,6 +54,12 @@ void target_usage(FILE *out);
 int key_main(int argc, char **argv);
 void key_usage(FILE *out);
 
+/* maps.c: map --all and unmap --all, else map_main() and unmap_main() */
+int maps_map_main(int argc, char **argv);
+void maps_map_usage(FILE *out);
+int maps_unmap_main(int argc, char **argv);
+void maps_unmap_usage(FILE *out);
+
 /*
  * key.c: authentication keys. The text form, one line: "TERNKEY-1:", the
  * base64 of the secret and its CRC32C (little-endian), ":".
