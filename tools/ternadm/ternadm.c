@@ -23,7 +23,7 @@ static const struct ternadm_group groups[] = {
 	{ "list", "list the mapped tern block devices",
 	  list_main, list_usage },
 	{ "target", "configure tern_target: exports, ports, links and hosts",
-	  target_main, target_usage },
+	  target_cfg_main, target_cfg_usage },
 	{ "key", "generate and check authentication keys",
 	  key_main, key_usage },
 };

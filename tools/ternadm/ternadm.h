@@ -109,4 +109,33 @@ void json_string(FILE *out, const char *s);
 void json_close(struct json *j);
 void json_end(struct json *j);
 
+/* json_parse.c: a parsed JSON value; an object's keys are in @keys. */
+enum json_type {
+	JSON_NULL,
+	JSON_BOOL,
+	JSON_NUMBER,	/* whole, non-negative */
+	JSON_STRING,
+	JSON_ARRAY,
+	JSON_OBJECT,
+};
+
+struct jval {
+	enum json_type	type;
+	bool		b;
+	u64		num;
+	char		*str;
+	struct jval	*items;		/* array items or object values */
+	char		**keys;		/* object keys */
+	size_t		n;
+};
+
+int json_parse(const char *s, size_t len, struct jval *v, char *err,
+	       size_t errlen);
+const struct jval *json_get(const struct jval *v, const char *key);
+void json_free(struct jval *v);
+
+/* restore.c: target save, restore and clear, else target_main() */
+int target_cfg_main(int argc, char **argv);
+void target_cfg_usage(FILE *out);
+
 #endif /* TERNADM_H */
