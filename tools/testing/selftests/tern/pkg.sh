@@ -171,7 +171,7 @@ dkms_modules_load() {
 
 setup_backing() {
 	mkdir -p "$KEYS" || return 1
-	modprobe brd rd_nr=1 rd_size=16384 max_part=0 || return 1
+	modprobe brd rd_nr=2 rd_size=16384 max_part=0 || return 1
 	truncate -s 8M "$WORK/file0" || return 1
 	"$TERNADM" key generate --out "$KEYS/pkg-host.key" > /dev/null &&
 		chmod 600 "$KEYS/pkg-host.key"
@@ -221,20 +221,30 @@ save_clear_restore() {
 }
 
 # A restore that cannot be done changes nothing: onto a configured
-# target, and one that fails half way (a port the kernel refuses,
-# after exports and another port were made).
+# target, and one the kernel refuses half way: the last export's device
+# is mounted, which enable refuses after the host and the other exports
+# were made.
 restore_refuses() {
-	local before after
+	local before after rc
 	before=$(cfg_state)
 	adm target restore "$WORK/saved1.json" --keys "$KEYS" && return 1
 	[ "$(cfg_state)" = "$before" ] || return 1
 	adm target clear || return 1
 	before=$(cfg_state)
-	sed 's/"service":7448/"service":7447/; s/"address":"::1"/"address":"127.0.0.1"/' \
-		"$WORK/saved1.json" > "$WORK/clash.json"
-	adm target restore "$WORK/clash.json" --keys "$KEYS" && return 1
+	python3 - "$WORK/saved1.json" "$WORK/busy.json" <<-'EOF'
+	import json, sys
+	c = json.load(open(sys.argv[1]))
+	c["exports"].append({"name": "zbusy", "device_path": "/dev/ram1"})
+	json.dump(c, open(sys.argv[2], "w"))
+	EOF
+	mkdir -p "$WORK/mnt" && mkfs.ext4 -q -F /dev/ram1 &&
+		mount /dev/ram1 "$WORK/mnt" || return 1
+	adm target restore "$WORK/busy.json" --keys "$KEYS"
+	rc=$?
+	umount "$WORK/mnt"
 	after=$(cfg_state)
-	[ "$after" = "$before" ] || { echo "left behind: $after"; return 1; }
+	[ "$rc" = 1 ] && [ "$after" = "$before" ] ||
+		{ echo "exit $rc, left behind: $after"; return 1; }
 	adm target restore "$WORK/saved1.json" --keys "$KEYS"
 }
 
