@@ -13,8 +13,10 @@
 #   make dkms-source   the DKMS tree into DESTDIR/usr/src/tern-VERSION
 #   make deb           tern-dkms and ternadm .debs into BUILD/deb/
 #
-# Kernel selection: KDIR= wins; else the running kernel's build directory;
-# else the pinned Debian headers (linux-headers-$(KSERIES)-amd64).
+# Kernel selection: KDIR= wins; else KERNELRELEASE='s build directory (as
+# DKMS passes it); else the running kernel's; else the pinned Debian
+# headers (linux-headers-$(KSERIES)-amd64). Any kernel from 6.1 on builds:
+# kbuild probes its features first (tools/compat, Documentation/design.rst).
 
 KSERIES ?= 6.12
 TERN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tern
@@ -30,7 +32,9 @@ pinned_kver = $(shell dpkg-query -W -f='$${Depends}' linux-headers-$(KSERIES)-am
 running_kdir := /lib/modules/$(shell uname -r)/build
 
 ifeq ($(KDIR),)
-ifneq ($(wildcard $(running_kdir)/Makefile),)
+ifneq ($(KERNELRELEASE),)
+KDIR := /lib/modules/$(KERNELRELEASE)/build
+else ifneq ($(wildcard $(running_kdir)/Makefile),)
 KDIR := $(running_kdir)
 else
 KDIR = /usr/src/linux-headers-$(pinned_kver)

@@ -25,13 +25,15 @@ struct tern_blk_opts {
 	char		host[TERN_BLK_NAME_LEN];
 	unsigned int	lanes;
 	unsigned int	queue_depth;
-	unsigned int	loss_timeout;	/* seconds, 0: messenger default */
+	/* 0: messenger default; TERN_LOSS_TIMEOUT_NEVER: "forever" */
+	unsigned int	loss_timeout_ms;
 	bool		crc;
 	bool		read_only;
 	/* key=: the key, read from the caller's keyring at map time */
 	bool		has_key;
 	u8		key[TERN_AUTH_KEY_LEN];
 	bool		encrypt;	/* encrypt=1, needs key= */
+	bool		duplicate;	/* duplicate=1: map a mapped export again */
 };
 
 /* dev->flags */
@@ -81,6 +83,10 @@ struct tern_blk_dev {
 	struct tern_blk_info	info;		/* from OPEN */
 	u64			handle;		/* READ_ONCE: rebinding */
 	bool			read_only;
+	bool			uuid_refused;	/* the target predates uuids */
+	/* opens of the disk and its partitions; DELETING refuses more */
+	spinlock_t		open_lock;
+	unsigned int		open_count;
 	unsigned long		flags;		/* TERN_BLK_REBIND_*, _REMOVED */
 	unsigned long		rebind_failed_at;	/* jiffies */
 	atomic_t		rebinds;	/* new handles after -ESTALE */
@@ -97,7 +103,7 @@ struct tern_blk_dev {
 int tern_blk_dev_init(void);
 void tern_blk_dev_exit(void);
 int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size);
-int tern_blk_remove(const char *name);
+int tern_blk_remove(const char *name, bool force);
 void tern_blk_remove_all(void);
 
 #endif /* _TERN_BLK_H */

@@ -7,7 +7,12 @@
  *   transport=tcp,address=127.0.0.1,service=7447,export=vol0,lanes=2
  *
  * to map an export; a following read(2) on the same open file returns the
- * new device name ("tern0\n"). Writing "remove=tern0" unmaps a device.
+ * device name ("tern0\n"): a new one, or the one that already maps that
+ * export for that host unless duplicate=1 is given. Writing
+ * "remove=tern0" unmaps a device that nobody has open (-EBUSY otherwise),
+ * "remove=tern0,force=1" any; a following read returns "name=tern0\n".
+ * A read before any write returns the add command's options, one line of
+ * key=FORMAT, as /dev/nvme-fabrics lists its own.
  * Unknown, duplicate, empty or malformed options fail the write with
  * -EINVAL, log why, and create nothing. Documentation/admin-guide.rst
  * lists every option.
@@ -39,22 +44,28 @@ enum {
 	OPT_LOSS_TIMEOUT,
 	OPT_KEY,
 	OPT_ENCRYPT,
+	OPT_DUPLICATE,
 	OPT_NR,
 };
 
-static const char *const tern_blk_opt_names[OPT_NR] = {
-	[OPT_TRANSPORT]		= "transport",
-	[OPT_ADDRESS]		= "address",
-	[OPT_SERVICE]		= "service",
-	[OPT_EXPORT]		= "export",
-	[OPT_HOST]		= "host",
-	[OPT_LANES]		= "lanes",
-	[OPT_QUEUE_DEPTH]	= "queue_depth",
-	[OPT_CRC]		= "crc",
-	[OPT_READ_ONLY]		= "read_only",
-	[OPT_LOSS_TIMEOUT]	= "loss_timeout",
-	[OPT_KEY]		= "key",
-	[OPT_ENCRYPT]		= "encrypt",
+/* Each option of the add command and the form of its value. */
+static const struct tern_blk_opt {
+	const char	*name;
+	const char	*format;	/* as listed by a read (tern_blk_ctl_open) */
+} tern_blk_opts[OPT_NR] = {
+	[OPT_TRANSPORT]		= { "transport",	"%s" },
+	[OPT_ADDRESS]		= { "address",		"%s" },
+	[OPT_SERVICE]		= { "service",		"%u" },
+	[OPT_EXPORT]		= { "export",		"%s" },
+	[OPT_HOST]		= { "host",		"%s" },
+	[OPT_LANES]		= { "lanes",		"%u" },
+	[OPT_QUEUE_DEPTH]	= { "queue_depth",	"%u" },
+	[OPT_CRC]		= { "crc",		"%d" },
+	[OPT_READ_ONLY]		= { "read_only",	"%d" },
+	[OPT_LOSS_TIMEOUT]	= { "loss_timeout",	"%u|forever" },
+	[OPT_KEY]		= { "key",		"%s" },
+	[OPT_ENCRYPT]		= { "encrypt",		"%d" },
+	[OPT_DUPLICATE]		= { "duplicate",	"%d" },
 };
 
 static bool tern_blk_name_ok(const char *s)
@@ -93,6 +104,10 @@ static int tern_blk_bool(const char *key, const char *val, bool *out)
 	return 0;
 }
 
+/*
+ * Kept in canonical form ("::1" for "0:0::1"): it names the device's
+ * target in sysfs and udev links, and two maps of one export compare it.
+ */
 static int tern_blk_address(const char *val, struct tern_blk_opts *o)
 {
 	size_t len = strlen(val);
@@ -100,9 +115,13 @@ static int tern_blk_address(const char *val, struct tern_blk_opts *o)
 	u8 addr[16];
 
 	if (len && len < sizeof(o->address) &&
-	    ((in4_pton(val, len, addr, -1, &end) == 1 && end == val + len) ||
-	     (in6_pton(val, len, addr, -1, &end) == 1 && end == val + len))) {
-		strscpy(o->address, val, sizeof(o->address));
+	    in4_pton(val, len, addr, -1, &end) == 1 && end == val + len) {
+		snprintf(o->address, sizeof(o->address), "%pI4", addr);
+		return 0;
+	}
+	if (len && len < sizeof(o->address) &&
+	    in6_pton(val, len, addr, -1, &end) == 1 && end == val + len) {
+		snprintf(o->address, sizeof(o->address), "%pI6c", addr);
 		return 0;
 	}
 	pr_err("option address=%s: expected a numeric IPv4 or IPv6 address\n",
@@ -208,11 +227,21 @@ static int tern_blk_parse_one(unsigned int opt, const char *key,
 	case OPT_READ_ONLY:
 		return tern_blk_bool(key, val, &o->read_only);
 	case OPT_LOSS_TIMEOUT:
-		return tern_blk_uint(key, val, 1, 86400, &o->loss_timeout);
+		/* forever: requests wait for a reconnect until unmapped */
+		if (!strcmp(val, "forever")) {
+			o->loss_timeout_ms = TERN_LOSS_TIMEOUT_NEVER;
+			return 0;
+		}
+		err = tern_blk_uint(key, val, 1, 86400, &v);
+		if (!err)
+			o->loss_timeout_ms = v * 1000;
+		return err;
 	case OPT_KEY:
 		return tern_blk_key(val, o);
 	case OPT_ENCRYPT:
 		return tern_blk_bool(key, val, &o->encrypt);
+	case OPT_DUPLICATE:
+		return tern_blk_bool(key, val, &o->duplicate);
 	}
 	return -EINVAL;
 }
@@ -242,7 +271,7 @@ static int tern_blk_parse(char *buf, struct tern_blk_opts *o)
 		}
 		*val++ = '\0';
 		for (opt = 0; opt < OPT_NR; opt++)
-			if (!strcmp(tok, tern_blk_opt_names[opt]))
+			if (!strcmp(tok, tern_blk_opts[opt].name))
 				break;
 		if (opt == OPT_NR) {
 			pr_err("unknown option '%.64s'\n", tok);
@@ -268,19 +297,54 @@ static int tern_blk_parse(char *buf, struct tern_blk_opts *o)
 	return 0;
 }
 
+/*
+ * "remove=NAME" or "remove=NAME,force=1"; @buf is modified. The name is
+ * looked up, never parsed further: an unknown one is -ENODEV.
+ */
+static int tern_blk_ctl_remove(char *buf, char *name, size_t size)
+{
+	char *force = strchr(buf, ',');
+	int err;
+
+	if (force) {
+		*force++ = '\0';
+		if (strcmp(force, "force=1")) {
+			pr_err("remove: expected remove=NAME or remove=NAME,force=1\n");
+			return -EINVAL;
+		}
+	}
+	err = tern_blk_remove(buf, force);
+	if (err == -ENODEV)
+		pr_err("remove: no device '%.32s'\n", buf);
+	else if (err == -EBUSY)
+		pr_err("remove: %.32s is open (mounted, held or in use); not removed without force=1\n",
+		       buf);
+	if (!err)
+		strscpy(name, buf, size);
+	return err;
+}
+
+/* @answer: what a read returns, the last command's answer or the options */
 struct tern_blk_ctl_file {
-	struct mutex	lock;		/* name */
-	char		name[DISK_NAME_LEN + 1];
+	struct mutex	lock;		/* answer */
+	char		answer[256];
 };
 
 static int tern_blk_ctl_open(struct inode *inode, struct file *file)
 {
 	struct tern_blk_ctl_file *cf;
+	size_t len = 0;
+	unsigned int i;
 
 	cf = kzalloc(sizeof(*cf), GFP_KERNEL);
 	if (!cf)
 		return -ENOMEM;
 	mutex_init(&cf->lock);
+	for (i = 0; i < OPT_NR; i++)
+		len += scnprintf(cf->answer + len, sizeof(cf->answer) - len,
+				 "%s%s=%s", i ? "," : "", tern_blk_opts[i].name,
+				 tern_blk_opts[i].format);
+	scnprintf(cf->answer + len, sizeof(cf->answer) - len, "\n");
 	file->private_data = cf;
 	return 0;
 }
@@ -322,9 +386,14 @@ static ssize_t tern_blk_ctl_write(struct file *file, const char __user *ubuf,
 	}
 
 	if (!strncmp(buf, "remove=", 7)) {
-		err = tern_blk_remove(buf + 7);
-		if (err)
-			pr_err("remove: no device '%.32s'\n", buf + 7);
+		err = tern_blk_ctl_remove(buf + 7, name, sizeof(name));
+		if (!err) {
+			mutex_lock(&cf->lock);
+			snprintf(cf->answer, sizeof(cf->answer), "name=%s\n",
+				 name);
+			*pos = 0;
+			mutex_unlock(&cf->lock);
+		}
 		goto out;
 	}
 
@@ -339,8 +408,8 @@ static ssize_t tern_blk_ctl_write(struct file *file, const char __user *ubuf,
 	kfree_sensitive(o);
 	if (!err) {
 		mutex_lock(&cf->lock);
-		snprintf(cf->name, sizeof(cf->name), "%s\n", name);
-		*pos = 0;	/* the next read returns the new name */
+		snprintf(cf->answer, sizeof(cf->answer), "%s\n", name);
+		*pos = 0;	/* the next read returns the device's name */
 		mutex_unlock(&cf->lock);
 	}
 out:
@@ -355,8 +424,8 @@ static ssize_t tern_blk_ctl_read(struct file *file, char __user *ubuf,
 	ssize_t ret;
 
 	mutex_lock(&cf->lock);
-	ret = simple_read_from_buffer(ubuf, count, pos, cf->name,
-				      strlen(cf->name));
+	ret = simple_read_from_buffer(ubuf, count, pos, cf->answer,
+				      strlen(cf->answer));
 	mutex_unlock(&cf->lock);
 	return ret;
 }

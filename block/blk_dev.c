@@ -23,6 +23,7 @@
 #include <linux/module.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <tern/compat.h>
 #include "blk.h"
 
 struct tern_blk_cmd {
@@ -41,6 +42,11 @@ struct tern_blk_cmd {
 static int tern_blk_major;
 static DEFINE_IDA(tern_blk_ida);
 static DEFINE_MUTEX(tern_blk_mutex);	/* tern_blk_devs */
+/*
+ * Held across a whole map, as nvme-fabrics holds nvmf_dev_mutex: two maps
+ * of one export cannot both miss the other's device.
+ */
+static DEFINE_MUTEX(tern_blk_add_mutex);
 static LIST_HEAD(tern_blk_devs);
 static struct tern_endpoint *tern_blk_ep;
 static struct workqueue_struct *tern_blk_wq;
@@ -332,8 +338,48 @@ static const struct blk_mq_ops tern_blk_mq_ops = {
 	.timeout	= tern_blk_timeout,
 };
 
+/*
+ * Opens are counted so that unmap can refuse a device in use and mark it
+ * DELETING in one step under @open_lock, as rbd does: an open either
+ * comes first and makes unmap fail with -EBUSY, or fails with -ENXIO.
+ */
+static tern_bdops_open(tern_blk_open_disk)
+{
+	struct tern_blk_dev *dev = tern_bdops_open_disk->private_data;
+	int err = 0;
+
+	spin_lock(&dev->open_lock);
+	if (atomic_read(&dev->state) == TERN_BLK_DELETING)
+		err = -ENXIO;
+	else
+		dev->open_count++;
+	spin_unlock(&dev->open_lock);
+	return err;
+}
+
+static tern_bdops_release(tern_blk_release_disk)
+{
+	struct tern_blk_dev *dev = tern_bdops_release_disk->private_data;
+
+	spin_lock(&dev->open_lock);
+	dev->open_count--;
+	spin_unlock(&dev->open_lock);
+}
+
+/* The last reference to a disk that was added: openers may outlive unmap. */
+static void tern_blk_free_disk(struct gendisk *disk)
+{
+	struct tern_blk_dev *dev = disk->private_data;
+
+	ida_free(&tern_blk_ida, dev->idx);
+	kfree(dev);
+}
+
 static const struct block_device_operations tern_blk_fops = {
 	.owner		= THIS_MODULE,
+	.open		= tern_blk_open_disk,
+	.release	= tern_blk_release_disk,
+	.free_disk	= tern_blk_free_disk,
 };
 
 /* ---- sysfs: /sys/block/ternN/tern/ ---- */
@@ -370,6 +416,117 @@ TERN_BLK_ATTR_RO(crc, "%d", !!(dev->si.features & TERN_FEAT_DATA_CRC));
 TERN_BLK_ATTR_RO(auth, "%d", !!(dev->si.features & TERN_FEAT_AUTH));
 TERN_BLK_ATTR_RO(encrypt, "%d", !!(dev->si.features & TERN_FEAT_ENCRYPT));
 TERN_BLK_ATTR_RO(rebinds, "%d", atomic_read(&dev->rebinds));
+
+static bool tern_blk_has_uuid(const struct tern_blk_dev *dev)
+{
+	return memchr_inv(dev->info.uuid, 0, sizeof(dev->info.uuid));
+}
+
+/*
+ * The export's persistent name from the target (empty when it has none):
+ * uuid, serial (the same uuid: what udev takes for ID_SERIAL) and wwid
+ * ("tern.UUID", as nvme's "uuid.UUID"), in tern/ and, for udev rules and
+ * multipath, in the disk's own directory too.
+ */
+static ssize_t uuid_show(struct device *d, struct device_attribute *attr,
+			 char *buf)
+{
+	const struct tern_blk_dev *dev = to_tern_blk(d);
+
+	if (!tern_blk_has_uuid(dev))
+		return sysfs_emit(buf, "\n");
+	return sysfs_emit(buf, "%pUb\n", dev->info.uuid);
+}
+static DEVICE_ATTR_RO(uuid);
+
+static ssize_t serial_show(struct device *d, struct device_attribute *attr,
+			   char *buf)
+{
+	return uuid_show(d, attr, buf);
+}
+static DEVICE_ATTR_RO(serial);
+
+static ssize_t wwid_show(struct device *d, struct device_attribute *attr,
+			 char *buf)
+{
+	const struct tern_blk_dev *dev = to_tern_blk(d);
+
+	if (!tern_blk_has_uuid(dev))
+		return sysfs_emit(buf, "\n");
+	return sysfs_emit(buf, "tern.%pUb\n", dev->info.uuid);
+}
+static DEVICE_ATTR_RO(wwid);
+
+/* Largest keepalive interval: tern.max_peer_keepalive_ms's default. */
+#define TERN_BLK_MAX_KEEPALIVE_MS	60000
+#define TERN_BLK_MAX_LOSS_TIMEOUT_MS	(86400 * 1000)
+
+static ssize_t loss_timeout_ms_show(struct device *d,
+				    struct device_attribute *attr, char *buf)
+{
+	struct tern_session_timeouts t;
+
+	tern_session_get_timeouts(to_tern_blk(d)->sess, &t);
+	if (t.loss_timeout_ms == TERN_LOSS_TIMEOUT_NEVER)
+		return sysfs_emit(buf, "forever\n");
+	return sysfs_emit(buf, "%u\n", t.loss_timeout_ms);
+}
+
+/* "forever" or 1000..86400000 ms; applies to an outage under way too. */
+static ssize_t loss_timeout_ms_store(struct device *d,
+				     struct device_attribute *attr,
+				     const char *buf, size_t count)
+{
+	struct tern_blk_dev *dev = to_tern_blk(d);
+	struct tern_session_timeouts t = {};
+	int err;
+
+	if (sysfs_streq(buf, "forever")) {
+		t.loss_timeout_ms = TERN_LOSS_TIMEOUT_NEVER;
+	} else if (kstrtouint(buf, 10, &t.loss_timeout_ms) ||
+		   t.loss_timeout_ms < 1000 ||
+		   t.loss_timeout_ms > TERN_BLK_MAX_LOSS_TIMEOUT_MS) {
+		pr_err_ratelimited("%s: loss_timeout_ms takes 1000..%u or forever\n",
+				   dev->name, TERN_BLK_MAX_LOSS_TIMEOUT_MS);
+		return -EINVAL;
+	}
+	err = tern_session_set_timeouts(dev->sess, &t);
+	return err ?: count;
+}
+static DEVICE_ATTR_RW(loss_timeout_ms);
+
+static ssize_t keepalive_ms_show(struct device *d,
+				 struct device_attribute *attr, char *buf)
+{
+	struct tern_session_timeouts t;
+
+	tern_session_get_timeouts(to_tern_blk(d)->sess, &t);
+	return sysfs_emit(buf, "%u\n", t.keepalive_ms);
+}
+
+/*
+ * The ping interval, 100..60000 ms; a lane is given up after three
+ * intervals of silence, as the messenger's defaults (5 s, 15 s) have it.
+ */
+static ssize_t keepalive_ms_store(struct device *d,
+				  struct device_attribute *attr,
+				  const char *buf, size_t count)
+{
+	struct tern_blk_dev *dev = to_tern_blk(d);
+	struct tern_session_timeouts t = {};
+	int err;
+
+	if (kstrtouint(buf, 10, &t.keepalive_ms) || t.keepalive_ms < 100 ||
+	    t.keepalive_ms > TERN_BLK_MAX_KEEPALIVE_MS) {
+		pr_err_ratelimited("%s: keepalive_ms takes 100..%u\n",
+				   dev->name, TERN_BLK_MAX_KEEPALIVE_MS);
+		return -EINVAL;
+	}
+	t.keepalive_timeout_ms = 3 * t.keepalive_ms;
+	err = tern_session_set_timeouts(dev->sess, &t);
+	return err ?: count;
+}
+static DEVICE_ATTR_RW(keepalive_ms);
 
 static ssize_t state_show(struct device *d, struct device_attribute *attr,
 			  char *buf)
@@ -415,6 +572,11 @@ static struct attribute *tern_blk_attrs[] = {
 	&dev_attr_encrypt.attr,
 	&dev_attr_rebinds.attr,
 	&dev_attr_session_id.attr,
+	&dev_attr_uuid.attr,
+	&dev_attr_serial.attr,
+	&dev_attr_wwid.attr,
+	&dev_attr_loss_timeout_ms.attr,
+	&dev_attr_keepalive_ms.attr,
 	NULL,
 };
 
@@ -423,8 +585,21 @@ static const struct attribute_group tern_blk_attr_group = {
 	.attrs	= tern_blk_attrs,
 };
 
+/* Where udev and multipath look: /sys/block/ternN/{uuid,serial,wwid} */
+static struct attribute *tern_blk_id_attrs[] = {
+	&dev_attr_uuid.attr,
+	&dev_attr_serial.attr,
+	&dev_attr_wwid.attr,
+	NULL,
+};
+
+static const struct attribute_group tern_blk_id_attr_group = {
+	.attrs	= tern_blk_id_attrs,
+};
+
 static const struct attribute_group *tern_blk_attr_groups[] = {
 	&tern_blk_attr_group,
+	&tern_blk_id_attr_group,
 	NULL,
 };
 
@@ -510,13 +685,12 @@ static const char *tern_blk_info_fault(const struct tern_blk_info *info,
 	u64 cap = le64_to_cpu(info->capacity);
 	u16 flags = le16_to_cpu(info->flags);
 	u32 gran = le32_to_cpu(info->discard_granularity);
-	unsigned int i;
 
 	if (len != sizeof(*info))
 		return "reply front length";
-	for (i = 0; i < ARRAY_SIZE(info->reserved); i++)
-		if (info->reserved[i])
-			return "reserved field set";
+	/* any uuid is fine (zero: none); only what stays reserved is not */
+	if (info->reserved)
+		return "reserved field set";
 	if (flags & ~TERN_BLK_INFO_ALL)
 		return "unknown flags";
 	if (!info->handle)
@@ -564,11 +738,22 @@ static int tern_blk_open(struct tern_blk_dev *dev, struct tern_blk_info *info,
 	c = kzalloc(sizeof(*c), gfp);
 	if (!c)
 		return -ENOMEM;
+again:
 	c->req.opcode = TERN_BLK_OP_OPEN;
+	if (!dev->uuid_refused)
+		c->req.flags = cpu_to_le16(TERN_BLK_F_UUID);
 	strscpy_pad(c->args.export, dev->opts.export, sizeof(c->args.export));
 	strscpy_pad(c->args.host, dev->opts.host, sizeof(c->args.host));
 	err = tern_blk_ctrl_exec(dev, c, sizeof(c->req) + sizeof(c->args),
 				 30 * HZ);
+	/* a target from before uuids refuses the flag: open without it */
+	if (err == -EINVAL && !dev->uuid_refused) {
+		pr_info("%s: the target refused TERN_BLK_F_UUID; opening export %s without a uuid\n",
+			dev->name, dev->opts.export);
+		dev->uuid_refused = true;
+		memset(c, 0, sizeof(*c));
+		goto again;
+	}
 	if (err) {
 		pr_err("%s: cannot open export %s on %s (%d)\n", dev->name,
 		       dev->opts.export, dev->opts.address, err);
@@ -628,8 +813,11 @@ static void tern_blk_rebind_work(struct work_struct *work)
 	err = tern_blk_open(dev, &info, GFP_NOIO);
 	if (!err && (le64_to_cpu(info.capacity) != get_capacity(dev->disk) ||
 		     info.logical_block_size !=
-		     dev->info.logical_block_size)) {
-		pr_err("%s: export %s came back with another size or block size; not bound again\n",
+		     dev->info.logical_block_size ||
+		     (tern_blk_has_uuid(dev) &&
+		      memchr_inv(info.uuid, 0, sizeof(info.uuid)) &&
+		      memcmp(info.uuid, dev->info.uuid, sizeof(info.uuid))))) {
+		pr_err("%s: export %s came back with another size, block size or uuid; not bound again\n",
 		       dev->name, dev->opts.export);
 		tern_blk_close_handle(dev, le64_to_cpu(info.handle), GFP_NOIO);
 		err = -ESTALE;
@@ -853,6 +1041,7 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 		.max_segments		= min_t(u16, TERN_BLK_MAX_SEGMENTS,
 						le16_to_cpu(info->max_segments)),
 	};
+	unsigned int features = 0;
 	struct gendisk *disk;
 	int err;
 
@@ -872,19 +1061,19 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 		lim.max_write_zeroes_sectors =
 			le32_to_cpu(info->max_write_zeroes_sectors);
 	if (iflags & TERN_BLK_INFO_WRITE_CACHE) {
-		lim.features |= BLK_FEAT_WRITE_CACHE;
+		features |= TERN_BLK_FEAT_WRITE_CACHE;
 		if (iflags & TERN_BLK_INFO_FUA)
-			lim.features |= BLK_FEAT_FUA;
+			features |= TERN_BLK_FEAT_FUA;
 	}
 	if (dev->si.features & TERN_FEAT_DATA_CRC)
-		lim.features |= BLK_FEAT_STABLE_WRITES;
+		features |= TERN_BLK_FEAT_STABLE_WRITES;
 
 	dev->tag_set.ops = &tern_blk_mq_ops;
 	dev->tag_set.nr_hw_queues = dev->si.nr_lanes;
 	dev->tag_set.queue_depth = dev->si.queue_depth;
 	dev->tag_set.numa_node = NUMA_NO_NODE;
 	dev->tag_set.cmd_size = sizeof(struct tern_blk_cmd);
-	dev->tag_set.flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_TAG_HCTX_SHARED;
+	dev->tag_set.flags = TERN_BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_TAG_HCTX_SHARED;
 	dev->send_flags = TERN_SEND_NOWAIT;
 	/* let a socket transport send from queue_rq, as nvme-tcp does */
 	if (tern_session_send_sleeps(dev->sess)) {
@@ -896,7 +1085,7 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 	if (err)
 		return err;
 
-	disk = blk_mq_alloc_disk(&dev->tag_set, &lim, dev);
+	disk = tern_blk_mq_alloc_disk(&dev->tag_set, &lim, features, dev);
 	if (IS_ERR(disk)) {
 		blk_mq_free_tag_set(&dev->tag_set);
 		return PTR_ERR(disk);
@@ -921,21 +1110,65 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 	return err;
 }
 
+/*
+ * A device already mapping what @o names: same transport, address,
+ * service, export and host id. Caller holds tern_blk_mutex.
+ */
+static struct tern_blk_dev *tern_blk_find_locked(const struct tern_blk_opts *o)
+{
+	struct tern_blk_dev *dev;
+
+	list_for_each_entry(dev, &tern_blk_devs, entry)
+		if (!strcmp(dev->opts.transport, o->transport) &&
+		    !strcmp(dev->opts.address, o->address) &&
+		    dev->opts.service == o->service &&
+		    !strcmp(dev->opts.export, o->export) &&
+		    !strcmp(dev->opts.host, o->host))
+			return dev;
+	return NULL;
+}
+
+static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
+			  size_t size);
+
 /**
- * tern_blk_add - map a remote export as a new block device
+ * tern_blk_add - map a remote export as a block device
  * @opts: validated options
  * @name: receives the device name
  * @size: size of @name
+ *
+ * An export already mapped with the same identity (transport, address,
+ * service, export, host id) gives the existing device, unless
+ * @opts->duplicate asks for another one.
  *
  * Return: 0, or a negative errno and nothing is created.
  */
 int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
 {
+	struct tern_blk_dev *dev = NULL;
+	int err;
+
+	mutex_lock(&tern_blk_add_mutex);
+	if (!opts->duplicate) {
+		mutex_lock(&tern_blk_mutex);
+		dev = tern_blk_find_locked(opts);
+		if (dev)
+			strscpy(name, dev->name, size);
+		mutex_unlock(&tern_blk_mutex);
+	}
+	err = dev ? 0 : __tern_blk_add(opts, name, size);
+	mutex_unlock(&tern_blk_add_mutex);
+	return err;
+}
+
+static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
+			  size_t size)
+{
 	struct tern_session_opts so = {
 		.nr_lanes	= opts->lanes,
 		.queue_depth	= opts->queue_depth,
 		.data_crc	= opts->crc,
-		.loss_timeout_ms = opts->loss_timeout * 1000,
+		.loss_timeout_ms = opts->loss_timeout_ms,
 		/* the identity that proves the key is the host id of OPEN */
 		.auth_identity	= opts->host,
 		.auth_key	= opts->has_key ? opts->key : NULL,
@@ -957,6 +1190,7 @@ int tern_blk_add(const struct tern_blk_opts *opts, char *name, size_t size)
 	INIT_WORK(&dev->rebind_work, tern_blk_rebind_work);
 	INIT_DELAYED_WORK(&dev->watch.work, tern_blk_watch_work);
 	mutex_init(&dev->resize_lock);
+	spin_lock_init(&dev->open_lock);
 	atomic_set(&dev->state, TERN_BLK_LIVE);
 	dev->idx = ida_alloc_max(&tern_blk_ida,
 				 (1 << MINORBITS) / TERN_BLK_MINORS - 1,
@@ -1018,6 +1252,7 @@ out_free:
 	return err;
 }
 
+/* Frees @dev when the disk's last opener is gone: tern_blk_free_disk(). */
 static void tern_blk_destroy(struct tern_blk_dev *dev)
 {
 	atomic_set(&dev->state, TERN_BLK_DELETING);
@@ -1028,34 +1263,43 @@ static void tern_blk_destroy(struct tern_blk_dev *dev)
 	tern_blk_close_export(dev);
 	tern_session_set_priv(dev->sess, NULL);
 	tern_session_destroy(dev->sess);
-	put_disk(dev->disk);
+	/* the queue is gone with del_gendisk(): its disk needs no tag set */
 	blk_mq_free_tag_set(&dev->tag_set);
 	pr_info("%s: removed\n", dev->name);
-	ida_free(&tern_blk_ida, dev->idx);
-	kfree(dev);
+	put_disk(dev->disk);
 }
 
 /**
  * tern_blk_remove - unmap a device
  * @name: its name, e.g. "tern0"
+ * @force: even if it is open (mounted, held, or open in a process)
  *
- * Return: 0 or -ENODEV.
+ * Return: 0, -ENODEV, or -EBUSY when it is open and not @force.
  */
-int tern_blk_remove(const char *name)
+int tern_blk_remove(const char *name, bool force)
 {
 	struct tern_blk_dev *dev, *found = NULL;
+	int err = -ENODEV;
 
 	mutex_lock(&tern_blk_mutex);
 	list_for_each_entry(dev, &tern_blk_devs, entry) {
-		if (!strcmp(dev->name, name)) {
+		if (strcmp(dev->name, name))
+			continue;
+		/* open or DELETING, never both: see tern_blk_open_disk() */
+		spin_lock(&dev->open_lock);
+		if (dev->open_count && !force) {
+			err = -EBUSY;
+		} else {
+			atomic_set(&dev->state, TERN_BLK_DELETING);
 			found = dev;
 			list_del_init(&dev->entry);
-			break;
 		}
+		spin_unlock(&dev->open_lock);
+		break;
 	}
 	mutex_unlock(&tern_blk_mutex);
 	if (!found)
-		return -ENODEV;
+		return err;
 	tern_blk_destroy(found);
 	return 0;
 }
@@ -1068,8 +1312,12 @@ void tern_blk_remove_all(void)
 		mutex_lock(&tern_blk_mutex);
 		dev = list_first_entry_or_null(&tern_blk_devs,
 					       struct tern_blk_dev, entry);
-		if (dev)
+		if (dev) {
+			spin_lock(&dev->open_lock);
+			atomic_set(&dev->state, TERN_BLK_DELETING);
+			spin_unlock(&dev->open_lock);
 			list_del_init(&dev->entry);
+		}
 		mutex_unlock(&tern_blk_mutex);
 		if (!dev)
 			break;

@@ -15,6 +15,7 @@
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/seq_file.h>
+#include <linux/uuid.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <tern/tern.h>
@@ -81,6 +82,8 @@ struct tern_tgt_export {
 	bool			read_only;
 	bool			require_auth;	/* OPEN only from proven hosts */
 	bool			enabled;
+	/* persistent name, sent to requesters that ask (TERN_BLK_F_UUID) */
+	uuid_t			uuid;
 	unsigned int		nr_hosts;
 	char			hosts[TERN_TGT_MAX_HOSTS][TERN_BLK_NAME_LEN];
 
@@ -164,6 +167,7 @@ struct tern_tgt_bind {
 	unsigned int		gen;		/* exp->gen when opened */
 	bool			read_only;
 	bool			proven;		/* @host proved its key */
+	bool			want_uuid;	/* OPEN had TERN_BLK_F_UUID */
 	bool			hashed;		/* in tern_tgt_binds */
 	bool			ended;		/* its port link is gone */
 	struct list_head	writes_end;	/* tern_tgt_binds_end() */

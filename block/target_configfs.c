@@ -4,7 +4,7 @@
  *
  *   /sys/kernel/config/tern/
  *     exports/NAME/{device_path,read_only,require_auth,allowed_hosts,
- *                   enable,stats,revalidate_size}
+ *                   uuid,enable,stats,revalidate_size}
  *     ports/NAME/{transport,address,service,max_lanes,max_queue_depth,
  *                 require_auth,require_encrypt,enable}
  *     ports/NAME/exports/LINK -> ../../../exports/NAME
@@ -262,6 +262,48 @@ out:
 	return err ?: count;
 }
 
+/*
+ * The export's persistent name, as nvmet's device_uuid: a random one from
+ * mkdir, or one written while disabled (to keep an export's name when its
+ * configuration is rebuilt). The nil uuid is refused: on the wire it
+ * means "no uuid".
+ */
+static ssize_t tern_tgt_export_uuid_show(struct config_item *item, char *page)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	ssize_t ret;
+
+	mutex_lock(&exp->lock);
+	ret = sysfs_emit(page, "%pUb\n", &exp->uuid);
+	mutex_unlock(&exp->lock);
+	return ret;
+}
+
+static ssize_t tern_tgt_export_uuid_store(struct config_item *item,
+					  const char *page, size_t count)
+{
+	struct tern_tgt_export *exp = to_export(item);
+	const char *name = config_item_name(item);
+	char buf[UUID_STRING_LEN + 1];
+	uuid_t uuid;
+
+	if (tern_tgt_value(page, count, buf, sizeof(buf)) ||
+	    uuid_parse(buf, &uuid) || uuid_is_null(&uuid)) {
+		pr_err("export %s: uuid takes a non-nil uuid, as xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx\n",
+		       name);
+		return -EINVAL;
+	}
+	mutex_lock(&exp->lock);
+	if (exp->enabled) {
+		mutex_unlock(&exp->lock);
+		pr_err("export %s: disable it before changing uuid\n", name);
+		return -EBUSY;
+	}
+	uuid_copy(&exp->uuid, &uuid);
+	mutex_unlock(&exp->lock);
+	return count;
+}
+
 static ssize_t tern_tgt_export_enable_show(struct config_item *item,
 					   char *page)
 {
@@ -379,6 +421,7 @@ CONFIGFS_ATTR(tern_tgt_export_, device_path);
 CONFIGFS_ATTR(tern_tgt_export_, read_only);
 CONFIGFS_ATTR(tern_tgt_export_, require_auth);
 CONFIGFS_ATTR(tern_tgt_export_, allowed_hosts);
+CONFIGFS_ATTR(tern_tgt_export_, uuid);
 CONFIGFS_ATTR(tern_tgt_export_, enable);
 CONFIGFS_ATTR_RO(tern_tgt_export_, stats);
 CONFIGFS_ATTR_WO(tern_tgt_export_, revalidate_size);
@@ -388,6 +431,7 @@ static struct configfs_attribute *tern_tgt_export_attrs[] = {
 	&tern_tgt_export_attr_read_only,
 	&tern_tgt_export_attr_require_auth,
 	&tern_tgt_export_attr_allowed_hosts,
+	&tern_tgt_export_attr_uuid,
 	&tern_tgt_export_attr_enable,
 	&tern_tgt_export_attr_stats,
 	&tern_tgt_export_attr_revalidate_size,
@@ -429,6 +473,7 @@ static struct config_group *tern_tgt_exports_make(struct config_group *group,
 	}
 	kref_init(&exp->ref);
 	mutex_init(&exp->lock);
+	uuid_gen(&exp->uuid);	/* random (v4), kept until changed */
 	spin_lock_init(&exp->io_lock);
 	init_waitqueue_head(&exp->io_wait);
 	tern_tgt_watch_export_init(exp);

@@ -402,6 +402,9 @@ int tern_tgt_bind_info(struct tern_tgt_bind *b, struct tern_blk_info *info)
 	info->handle = cpu_to_le64(b->handle);
 	if (b->read_only)
 		info->flags |= cpu_to_le16(TERN_BLK_INFO_READ_ONLY);
+	/* a requester that did not ask may predate the field: see OPEN */
+	if (!b->want_uuid)
+		memset(info->uuid, 0, sizeof(info->uuid));
 	return err;
 }
 
@@ -565,9 +568,10 @@ static bool tern_tgt_bind_room_locked(struct list_head *dead)
 }
 
 static int tern_tgt_open(struct tern_srv_req *sreq, struct tern_tgt_sess *ts,
-			 const struct tern_blk_open_args *args,
+			 const struct tern_blk_req *r,
 			 struct tern_blk_info *info)
 {
+	const struct tern_blk_open_args *args = (const void *)(r + 1);
 	struct tern_tgt_export *exp = NULL, *e;
 	struct tern_tgt_geom *g;
 	struct tern_tgt_bind *b;
@@ -589,6 +593,7 @@ static int tern_tgt_open(struct tern_srv_req *sreq, struct tern_tgt_sess *ts,
 	spin_lock_init(&b->lock);
 	INIT_LIST_HEAD(&b->writes);
 	strscpy(b->host, args->host, sizeof(b->host));
+	b->want_uuid = le16_to_cpu(r->flags) & TERN_BLK_F_UUID;
 	tern_session_get_info(sreq->sess, &si);
 	b->session_id = ts->session_id;
 	b->port = ts->port;
@@ -622,6 +627,8 @@ static int tern_tgt_open(struct tern_srv_req *sreq, struct tern_tgt_sess *ts,
 	spin_unlock_irq(&exp->io_lock);
 	*info = g->info;
 	mutex_unlock(&exp->lock);
+	if (!b->want_uuid)
+		memset(info->uuid, 0, sizeof(info->uuid));
 
 	spin_lock(&tern_tgt_bind_lock);
 	room = tern_tgt_bind_room_locked(&dead);
@@ -728,7 +735,9 @@ static int tern_tgt_check_front(struct tern_srv_req *sreq,
 		break;
 	case TERN_BLK_OP_OPEN:
 		want += sizeof(struct tern_blk_open_args);
-		fallthrough;
+		if (flags & ~TERN_BLK_F_UUID)
+			return -EINVAL;
+		break;
 	default:
 		if (flags)
 			return -EINVAL;
@@ -890,7 +899,7 @@ static void tern_tgt_request(struct tern_srv_req *sreq)
 	}
 
 	if (op == TERN_BLK_OP_OPEN) {
-		err = tern_tgt_open(sreq, ts, (const void *)(r + 1), &info);
+		err = tern_tgt_open(sreq, ts, r, &info);
 		if (err)
 			goto reply;
 		if (tern_reply(sreq, 0, &info, sizeof(info)))

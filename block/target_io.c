@@ -13,6 +13,7 @@
 
 #include <linux/bio.h>
 #include <linux/falloc.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/moduleparam.h>
 #include <linux/mount.h>
@@ -20,6 +21,7 @@
 #include <linux/namei.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
+#include <tern/compat.h>
 #include "target.h"
 
 static unsigned int inject_stall_ms;
@@ -120,6 +122,8 @@ static int tern_tgt_fill_info(struct tern_tgt_export *exp)
 	info->max_discard_sectors = cpu_to_le32(disc);
 	info->max_write_zeroes_sectors = cpu_to_le32(wz);
 	info->discard_granularity = cpu_to_le32(gran);
+	/* the uuid changes only while disabled: fixed for this instance */
+	export_uuid(info->uuid, &exp->uuid);
 	rcu_assign_pointer(exp->geom, g);
 	if (old)
 		kfree_rcu(old, rcu);
@@ -181,17 +185,13 @@ int tern_tgt_backend_open(struct tern_tgt_export *exp)
 	inode = d_backing_inode(path.dentry);
 
 	if (S_ISBLK(inode->i_mode)) {
-		blk_mode_t bmode = BLK_OPEN_READ;
-
-		if (!exp->read_only)
-			bmode |= BLK_OPEN_WRITE;
 		if (path.mnt->mnt_flags & MNT_NODEV) {
 			pr_err("export %s: %s is on a nodev mount\n", name,
 			       exp->device_path);
 			path_put(&path);
 			return -EACCES;
 		}
-		file = bdev_file_open_by_dev(inode->i_rdev, bmode, exp, NULL);
+		file = tern_bdev_file_open(&path, !exp->read_only, exp);
 		path_put(&path);
 		if (IS_ERR(file)) {
 			err = PTR_ERR(file);
@@ -204,7 +204,7 @@ int tern_tgt_backend_open(struct tern_tgt_export *exp)
 			return err;
 		}
 		exp->file = file;
-		exp->bdev = file_bdev(file);
+		exp->bdev = tern_file_bdev(file);
 	} else if (S_ISREG(inode->i_mode)) {
 		int flags = O_LARGEFILE | (exp->read_only ? O_RDONLY : O_RDWR);
 

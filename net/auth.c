@@ -19,12 +19,12 @@
 
 #include <crypto/hash.h>
 #include <crypto/sha2.h>
-#include <crypto/utils.h>
 #include <linux/base64.h>
 #include <linux/ctype.h>
 #include <linux/random.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <tern/compat.h>
 #include "tern_core.h"
 
 #define TERN_AUTH_SALT		"tern-v2 auth"

@@ -20,7 +20,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/crc32c.h>
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/slab.h>
@@ -571,44 +570,31 @@ void tern_rx_setup(struct tern_core_lane *cl, void *front,
 			      rx->data_len);
 }
 
-static int tern_rx_check_hello(struct tern_core_lane *cl, bool want_requester)
+/*
+ * Handshake frames come only to the side and at the step that awaits
+ * them: HELLO and HELLO_ACK before authentication starts, AUTH and
+ * AUTH_ACK as the answer it awaits; each at its fixed size, into @buf.
+ */
+static int tern_rx_check_handshake(struct tern_core_lane *cl,
+				   bool want_requester, bool auth, void *buf,
+				   u32 size)
 {
+	const char *what = auth ? "authentication" : "handshake";
 	struct tern_lane_rx *rx = &cl->pub.rx;
+	bool awaiting = cl->auth && cl->auth->awaiting;
 
 	if (cl->requester != want_requester ||
-	    READ_ONCE(cl->state) != TERN_LANE_HANDSHAKE ||
-	    (cl->auth && cl->auth->awaiting)) {
-		tern_lane_proto_err(cl, "unexpected handshake frame type %u",
+	    READ_ONCE(cl->state) != TERN_LANE_HANDSHAKE || awaiting != auth) {
+		tern_lane_proto_err(cl, "unexpected %s frame type %u", what,
 				    rx->hdr.type);
 		return -EPROTO;
 	}
-	if (rx->front_len != sizeof(cl->hello_rx) || rx->data_len) {
-		tern_lane_proto_err(cl, "bad handshake length %u/%u",
+	if (rx->front_len != size || rx->data_len) {
+		tern_lane_proto_err(cl, "bad %s frame length %u/%u", what,
 				    rx->front_len, rx->data_len);
 		return -EPROTO;
 	}
-	tern_rx_setup(cl, &cl->hello_rx, NULL, 0);
-	return 0;
-}
-
-/* AUTH and AUTH_ACK come only as the answer a lane's handshake awaits. */
-static int tern_rx_check_auth(struct tern_core_lane *cl, bool want_requester)
-{
-	struct tern_lane_rx *rx = &cl->pub.rx;
-
-	if (cl->requester != want_requester ||
-	    READ_ONCE(cl->state) != TERN_LANE_HANDSHAKE ||
-	    !cl->auth || !cl->auth->awaiting) {
-		tern_lane_proto_err(cl, "unexpected authentication frame type %u",
-				    rx->hdr.type);
-		return -EPROTO;
-	}
-	if (rx->front_len != sizeof(cl->auth_rx) || rx->data_len) {
-		tern_lane_proto_err(cl, "bad authentication frame length %u/%u",
-				    rx->front_len, rx->data_len);
-		return -EPROTO;
-	}
-	tern_rx_setup(cl, &cl->auth_rx, NULL, 0);
+	tern_rx_setup(cl, buf, NULL, 0);
 	return 0;
 }
 
@@ -718,13 +704,17 @@ int tern_lane_rx_header(struct tern_lane *lane)
 
 	switch (hdr->type) {
 	case TERN_WIRE_HELLO:
-		return tern_rx_check_hello(cl, false);
 	case TERN_WIRE_HELLO_ACK:
-		return tern_rx_check_hello(cl, true);
+		return tern_rx_check_handshake(cl,
+					       hdr->type == TERN_WIRE_HELLO_ACK,
+					       false, &cl->hello_rx,
+					       sizeof(cl->hello_rx));
 	case TERN_WIRE_AUTH:
-		return tern_rx_check_auth(cl, false);
 	case TERN_WIRE_AUTH_ACK:
-		return tern_rx_check_auth(cl, true);
+		return tern_rx_check_handshake(cl,
+					       hdr->type == TERN_WIRE_AUTH_ACK,
+					       true, &cl->auth_rx,
+					       sizeof(cl->auth_rx));
 	case TERN_WIRE_PING:
 		return tern_rx_check_ping(cl, false);
 	case TERN_WIRE_PONG:
@@ -827,6 +817,7 @@ static void tern_lane_ka_work(struct work_struct *work)
 	struct tern_core_lane *cl = container_of(to_delayed_work(work),
 						 struct tern_core_lane,
 						 ka_work);
+	unsigned int ka_interval, ka_timeout;
 	unsigned long now = jiffies;
 
 	if (test_bit(TERN_LANE_F_DYING, &cl->flags))
@@ -846,11 +837,14 @@ static void tern_lane_ka_work(struct work_struct *work)
 		return;
 	}
 
-	if (cl->ka_timeout_ms &&
+	/* tern_session_set_timeouts() may change them on a live lane */
+	ka_timeout = READ_ONCE(cl->ka_timeout_ms);
+	ka_interval = READ_ONCE(cl->ka_interval_ms);
+	if (ka_timeout &&
 	    time_after(now, READ_ONCE(cl->last_rx) +
-		       msecs_to_jiffies(cl->ka_timeout_ms))) {
+		       msecs_to_jiffies(ka_timeout))) {
 		pr_warn_ratelimited("%s: keepalive timeout after %u ms\n",
-				    cl->name, cl->ka_timeout_ms);
+				    cl->name, ka_timeout);
 		tern_lane_kill(cl, -ETIMEDOUT);
 		return;
 	}
@@ -860,9 +854,9 @@ static void tern_lane_ka_work(struct work_struct *work)
 	}
 	if (cl->requester)
 		tern_lane_queue_ctrl(cl, &cl->ping_frame, &cl->ping_queued);
-	if (cl->ka_interval_ms)
+	if (ka_interval)
 		mod_delayed_work(tern_wq, &cl->ka_work,
-				 msecs_to_jiffies(cl->ka_interval_ms));
+				 msecs_to_jiffies(ka_interval));
 }
 
 static void tern_lane_rx_cleanup(struct tern_core_lane *cl)

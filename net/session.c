@@ -723,7 +723,8 @@ static void tern_fill_hello(struct tern_session *sess, struct tern_core_lane *cl
 	h->max_data = cpu_to_le32(neg ? sess->info.max_data : o->max_data);
 	h->max_front = cpu_to_le32(neg ? sess->info.max_front :
 				   TERN_WIRE_MAX_FRONT);
-	h->keepalive_ms = cpu_to_le32(o->keepalive_ms);
+	/* tern_session_set_timeouts() may change it meanwhile */
+	h->keepalive_ms = cpu_to_le32(READ_ONCE(o->keepalive_ms));
 	h->nr_lanes = cpu_to_le16(neg ? sess->info.nr_lanes : o->nr_lanes);
 	h->lane_idx = cpu_to_le16(cl->slot->idx);
 	h->queue_depth = cpu_to_le16(neg ? sess->info.queue_depth :
@@ -1024,8 +1025,10 @@ static void tern_session_loss_work(struct work_struct *work)
 	LIST_HEAD(failed);
 
 	spin_lock_bh(&sess->lock);
+	/* the loss timeout may have become "never" since it was armed */
 	if (sess->nr_live || sess->destroying ||
-	    sess->state != TERN_SESS_RECONNECTING) {
+	    sess->state != TERN_SESS_RECONNECTING ||
+	    sess->opts.loss_timeout_ms == TERN_LOSS_TIMEOUT_NEVER) {
 		spin_unlock_bh(&sess->lock);
 		return;
 	}
@@ -1156,8 +1159,10 @@ void tern_session_lane_down(struct tern_session *sess,
 	if (sess->requester && !sess->nr_live && !sess->destroying &&
 	    sess->state == TERN_SESS_LIVE) {
 		sess->state = TERN_SESS_RECONNECTING;
-		mod_delayed_work(tern_wq, &sess->loss_work,
-				 msecs_to_jiffies(sess->opts.loss_timeout_ms));
+		sess->down_since = jiffies;
+		if (sess->opts.loss_timeout_ms != TERN_LOSS_TIMEOUT_NEVER)
+			mod_delayed_work(tern_wq, &sess->loss_work,
+					 msecs_to_jiffies(sess->opts.loss_timeout_ms));
 		tern_session_event(sess, TERN_SESSION_DOWN);
 	}
 	if (!sess->requester && !sess->nr_lanes)
@@ -1182,6 +1187,15 @@ void tern_session_lane_down(struct tern_session *sess,
 	if (unlink)
 		tern_endpoint_unlink_session(sess);
 	tern_session_put(sess);	/* the lane's reference */
+}
+
+#define TERN_MAX_LOSS_TMO_MS	(24 * 3600 * 1000)
+
+static bool tern_timeouts_valid(unsigned int ka, unsigned int ka_tmo,
+				unsigned int loss)
+{
+	return ka >= 100 && ka_tmo > ka &&
+	       (loss <= TERN_MAX_LOSS_TMO_MS || loss == TERN_LOSS_TIMEOUT_NEVER);
 }
 
 static int tern_opts_fill(struct tern_session_opts *o,
@@ -1215,11 +1229,10 @@ static int tern_opts_fill(struct tern_session_opts *o,
 	if (o->nr_lanes > TERN_WIRE_MAX_LANES ||
 	    o->queue_depth > TERN_WIRE_MAX_QDEPTH ||
 	    o->max_data < TERN_MIN_MAX_DATA || o->max_data > TERN_WIRE_MAX_DATA ||
-	    o->keepalive_ms < 100 ||
-	    o->keepalive_timeout_ms <= o->keepalive_ms ||
+	    !tern_timeouts_valid(o->keepalive_ms, o->keepalive_timeout_ms,
+				 o->loss_timeout_ms) ||
 	    o->reconnect_min_ms > o->reconnect_max_ms ||
 	    o->reconnect_max_ms > 3600 * 1000 ||
-	    o->loss_timeout_ms > 24 * 3600 * 1000 ||
 	    o->connect_timeout_ms > 3600 * 1000 ||
 	    (o->auth_key && (!o->auth_identity ||
 			     !tern_identity_valid(o->auth_identity,
@@ -1418,6 +1431,80 @@ void tern_session_get_info(struct tern_session *sess,
 EXPORT_SYMBOL_GPL(tern_session_get_info);
 
 /**
+ * tern_session_get_timeouts - the current timeouts of a requester session
+ * @sess: the session
+ * @t: receives them
+ */
+void tern_session_get_timeouts(struct tern_session *sess,
+			       struct tern_session_timeouts *t)
+{
+	spin_lock_bh(&sess->lock);
+	t->keepalive_ms = sess->opts.keepalive_ms;
+	t->keepalive_timeout_ms = sess->opts.keepalive_timeout_ms;
+	t->loss_timeout_ms = sess->opts.loss_timeout_ms;
+	spin_unlock_bh(&sess->lock);
+}
+EXPORT_SYMBOL_GPL(tern_session_get_timeouts);
+
+/**
+ * tern_session_set_timeouts - change the timeouts of a running session
+ * @sess: a requester session
+ * @t: the new values, 0 to keep one, as struct tern_session_opts has them
+ *
+ * Live lanes take the keepalive timeout at once, and the interval too
+ * when it shrinks; a longer interval waits for each lane's next
+ * handshake, because the peer expects pings as often as that handshake
+ * said. An outage under way gets the new loss timeout counted from its
+ * start: one already longer than it fails pending requests now.
+ *
+ * Return: 0, or -EINVAL (a responder session, or values that
+ * tern_connect() would refuse) and nothing changes.
+ */
+int tern_session_set_timeouts(struct tern_session *sess,
+			      const struct tern_session_timeouts *t)
+{
+	struct tern_session_opts *o = &sess->opts;
+	unsigned int ka, ka_tmo, loss, i;
+	unsigned long delay, deadline;
+
+	spin_lock_bh(&sess->lock);
+	ka = t->keepalive_ms ?: o->keepalive_ms;
+	ka_tmo = t->keepalive_timeout_ms ?: o->keepalive_timeout_ms;
+	loss = t->loss_timeout_ms ?: o->loss_timeout_ms;
+	if (!sess->requester || !tern_timeouts_valid(ka, ka_tmo, loss)) {
+		spin_unlock_bh(&sess->lock);
+		return -EINVAL;
+	}
+	WRITE_ONCE(o->keepalive_ms, ka);
+	o->keepalive_timeout_ms = ka_tmo;
+	o->loss_timeout_ms = loss;
+	for (i = 0; i < sess->nr_slots; i++) {
+		struct tern_core_lane *cl = sess->slots[i].lane;
+		unsigned int told;
+
+		if (!cl || cl->state != TERN_LANE_LIVE)
+			continue;
+		told = le32_to_cpu(cl->hello_tx.keepalive_ms);
+		WRITE_ONCE(cl->ka_interval_ms, min(ka, told));
+		WRITE_ONCE(cl->ka_timeout_ms, ka_tmo);
+		tern_lane_arm_keepalive(cl, min(ka, told));
+	}
+	if (sess->state == TERN_SESS_RECONNECTING) {
+		if (loss == TERN_LOSS_TIMEOUT_NEVER) {
+			cancel_delayed_work(&sess->loss_work);
+		} else {
+			deadline = sess->down_since + msecs_to_jiffies(loss);
+			delay = time_after(deadline, jiffies) ?
+				deadline - jiffies : 0;
+			mod_delayed_work(tern_wq, &sess->loss_work, delay);
+		}
+	}
+	spin_unlock_bh(&sess->lock);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_session_set_timeouts);
+
+/**
  * tern_session_send_sleeps - does sending from the caller need sleep?
  * @sess: a requester session
  *
@@ -1563,6 +1650,14 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "max_data %u\n", sess->info.max_data);
 	seq_printf(m, "data_crc %u\n",
 		   !!(sess->info.features & TERN_FEAT_DATA_CRC));
+	seq_printf(m, "keepalive_ms %u\n", READ_ONCE(sess->opts.keepalive_ms));
+	seq_printf(m, "keepalive_timeout_ms %u\n",
+		   READ_ONCE(sess->opts.keepalive_timeout_ms));
+	if (READ_ONCE(sess->opts.loss_timeout_ms) == TERN_LOSS_TIMEOUT_NEVER)
+		seq_puts(m, "loss_timeout_ms forever\n");
+	else
+		seq_printf(m, "loss_timeout_ms %u\n",
+			   READ_ONCE(sess->opts.loss_timeout_ms));
 	seq_printf(m, "inflight %u\n", inflight);
 	seq_printf(m, "reserved_inflight %u\n", reserved);
 	seq_printf(m, "inflight_bytes %llu\n", inflight_bytes);

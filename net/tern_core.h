@@ -17,7 +17,6 @@
 #define _TERN_CORE_H
 
 #include <linux/atomic.h>
-#include <linux/crc32c.h>
 #include <linux/hashtable.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
@@ -27,6 +26,7 @@
 #include <linux/workqueue.h>
 
 struct seq_file;
+#include <tern/compat.h>
 #include <tern/tern.h>
 #include <tern/transport.h>
 
@@ -252,6 +252,7 @@ struct tern_session {
 	wait_queue_head_t		wait;
 	struct delayed_work		loss_work;
 	bool				loss_armed;
+	unsigned long			down_since;	/* jiffies: RECONNECTING */
 
 	atomic_t			nr_srv_reqs;
 	atomic64_t			core_data_bytes; /* see server.c */

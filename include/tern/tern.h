@@ -270,7 +270,8 @@ struct tern_endpoint_conf {
  * @reconnect_min_ms: first reconnect backoff after an immediate retry [100]
  * @reconnect_max_ms: backoff cap [10000]
  * @loss_timeout_ms: pending requests fail after this long without any
- *	live lane [60000]
+ *	live lane [60000]; TERN_LOSS_TIMEOUT_NEVER: they wait for a lane
+ *	for ever (tern_cancel() and tern_session_destroy() still end them)
  * @connect_timeout_ms: tern_connect() gives up after [10000]
  * @auth_identity: with @auth_key: the identity to authenticate as, 1-63
  *	of [A-Za-z0-9._:-]
@@ -295,6 +296,18 @@ struct tern_session_opts {
 	const char	*auth_identity;
 	const u8	*auth_key;
 	bool		encrypt;
+};
+
+#define TERN_LOSS_TIMEOUT_NEVER	UINT_MAX
+
+/*
+ * The timeouts of a requester session that may change while it runs
+ * (tern_session_set_timeouts()); as in struct tern_session_opts.
+ */
+struct tern_session_timeouts {
+	unsigned int	keepalive_ms;
+	unsigned int	keepalive_timeout_ms;
+	unsigned int	loss_timeout_ms;
 };
 
 /* Values negotiated with the peer. */
@@ -332,6 +345,10 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 void tern_session_destroy(struct tern_session *sess);
 void tern_session_get_info(struct tern_session *sess,
 			   struct tern_session_info *info);
+void tern_session_get_timeouts(struct tern_session *sess,
+			       struct tern_session_timeouts *t);
+int tern_session_set_timeouts(struct tern_session *sess,
+			      const struct tern_session_timeouts *t);
 bool tern_session_live(struct tern_session *sess);
 bool tern_session_send_sleeps(struct tern_session *sess);
 void tern_session_set_priv(struct tern_session *sess, void *priv);

@@ -7,7 +7,7 @@
 #include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
-#include <linux/unaligned.h>
+#include <tern/compat.h>
 #include "bench.h"
 
 #define TB_MIX1	0x9e3779b97f4a7c15ULL

@@ -740,7 +740,8 @@ static void tern_rdma_inject_desc(struct tern_rdma_op *op)
  * A reply to a tid never sent or to tid 0, or with an unknown flag, is a
  * protocol error that resets the requester's lane: the request is resent.
  * Remote data claiming more than the requester's buffer fails the
- * request with -EPROTO (protocol.rst).
+ * request with -EPROTO (protocol.rst) or, beyond the session's max_data,
+ * is refused with its frame like the faults above.
  */
 static void tern_rdma_inject_reply(struct tern_rdma_lane *tl)
 {

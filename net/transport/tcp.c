@@ -13,7 +13,8 @@
  * sent with MSG_SPLICE_PAGES when sendpages_ok() allows (all of a frame's
  * data in one call when every page does), page by page with a copy for the
  * pages that do not; MSG_MORE batches header, front, data and queued
- * frames.
+ * frames. Kernels before 6.5 splice by ->sendpage, a page per call
+ * (tern_sock_sendmsg_splice() in <tern/compat.h>).
  *
  * Locking: nothing global on the data path. sk->sk_callback_lock guards
  * sk_user_data against shutdown; receive state of a lane is touched only
@@ -42,6 +43,7 @@
 #include <net/ipv6.h>
 #include <net/sock.h>
 #include <net/tcp.h>
+#include <tern/compat.h>
 #include <tern/transport.h>
 
 static unsigned int connect_timeout_ms = 5000;
@@ -282,7 +284,8 @@ static bool tern_tcp_frame_splices(const struct tern_frame *f)
 	for (i = 0; i < f->nr_bvec && left; i++) {
 		u32 len = min(f->bvec[i].bv_len, left);
 
-		if (!sendpages_ok(f->bvec[i].bv_page, len, f->bvec[i].bv_offset))
+		if (!tern_sendpages_ok(f->bvec[i].bv_page, len,
+				       f->bvec[i].bv_offset))
 			return false;
 		left -= len;
 	}
@@ -293,7 +296,7 @@ static bool tern_tcp_frame_splices(const struct tern_frame *f)
 static int tern_tcp_send_data_spliced(struct tern_tcp_lane *tl, bool more)
 {
 	struct msghdr msg = {
-		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | MSG_SPLICE_PAGES,
+		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | TERN_MSG_SPLICE_PAGES,
 	};
 	int ret;
 
@@ -321,11 +324,12 @@ static int tern_tcp_send_data(struct tern_tcp_lane *tl, bool more)
 	len = min3(len, PAGE_SIZE - off, iov_iter_count(&tl->tx_data));
 	if (more || len < iov_iter_count(&tl->tx_data))
 		msg.msg_flags |= MSG_MORE;
-	if (sendpages_ok(page, len, off))
-		msg.msg_flags |= MSG_SPLICE_PAGES;
 	bvec_set_page(&seg, page, len, off);
 	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &seg, 1, len);
-	ret = sock_sendmsg(tl->sock, &msg);
+	if (tern_sendpages_ok(page, len, off))
+		ret = tern_sock_sendmsg_splice(tl->sock, &msg);
+	else
+		ret = sock_sendmsg(tl->sock, &msg);
 	if (ret > 0)
 		iov_iter_advance(&tl->tx_data, ret);
 	return ret;
@@ -385,7 +389,8 @@ static int tern_tcp_send_step(struct tern_tcp_lane *tl)
 		tl->tx_off = 0;
 		iov_iter_bvec(&tl->tx_data, ITER_SOURCE, f->bvec, f->nr_bvec,
 			      tern_frame_data_len(f));
-		tl->tx_splice_all = tern_tcp_frame_splices(f);
+		tl->tx_splice_all = TERN_SPLICES_ITER &&
+				    tern_tcp_frame_splices(f);
 	}
 
 	head = sizeof(f->hdr) + tern_frame_front_len(f);

@@ -18,8 +18,9 @@ void list_usage(FILE *out)
 {
 	fprintf(out, "usage: %s list [--json]\n\n", ternadm_prog);
 	fprintf(out, "One line per mapped device: name, URI (transport, address, service,\n");
-	fprintf(out, "export), state, lanes, queue depth and size in bytes; with --json\n");
-	fprintf(out, "a JSON array of objects.\n");
+	fprintf(out, "export), state, lanes, queue depth, size (K, M, G, ... of 1024) and\n");
+	fprintf(out, "flags (crc, auth, encrypt, ro); with --json a JSON array of objects,\n");
+	fprintf(out, "sizes in bytes.\n");
 }
 
 struct list_dev {
@@ -35,6 +36,9 @@ struct list_dev {
 	u64	size;		/* bytes */
 	bool	read_only;
 	bool	crc;
+	bool	auth;
+	bool	encrypt;
+	char	uuid[40];	/* empty: the target names no uuid */
 };
 
 static void list_str(const char *name, const char *attr, char *buf,
@@ -69,6 +73,30 @@ static void list_read(struct list_dev *d)
 	d->size = list_u64(d->name, "size") * 512;
 	d->read_only = list_u64(d->name, "ro");
 	d->crc = list_u64(d->name, "tern/crc");
+	/* a tern_blk from before these shows "?": read as 0 */
+	d->auth = list_u64(d->name, "tern/auth");
+	d->encrypt = list_u64(d->name, "tern/encrypt");
+	list_str(d->name, "tern/uuid", d->uuid, sizeof(d->uuid));
+	if (!strcmp(d->uuid, "?"))
+		d->uuid[0] = '\0';
+}
+
+/* @bytes as 512B, 64.0M, 1.5G: units of 1024, one decimal */
+static void human_size(u64 bytes, char *buf, size_t len)
+{
+	static const char units[] = "KMGTPE";
+	double v = bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+		return;
+	}
+	while (v >= 1024 && u < (int)sizeof(units) - 2) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.1f%c", v, units[u]);
 }
 
 /* ternN by N */
@@ -142,6 +170,9 @@ static void list_json(const struct list_dev *devs, int nr)
 		json_u64(&j, "size", d->size);
 		json_bool(&j, "read_only", d->read_only);
 		json_bool(&j, "crc", d->crc);
+		json_bool(&j, "auth", d->auth);
+		json_bool(&j, "encrypt", d->encrypt);
+		json_str(&j, "uuid", d->uuid);
 		json_close(&j);
 	}
 	fputs(nr ? "\n]\n" : "]\n", stdout);
@@ -149,7 +180,7 @@ static void list_json(const struct list_dev *devs, int nr)
 
 static void list_text(const struct list_dev *devs, int nr)
 {
-	char uri[160], host[64];
+	char uri[160], host[64], size[16];
 	int i;
 
 	for (i = 0; i < nr; i++) {
@@ -158,11 +189,14 @@ static void list_text(const struct list_dev *devs, int nr)
 		uri_host(host, sizeof(host), d->address);
 		snprintf(uri, sizeof(uri), "%s://%s:%llu/%s", d->transport,
 			 host, (unsigned long long)d->service, d->export);
-		printf("%-8s %-36s %-12s lanes %-2llu qd %-4llu size %llu%s%s\n",
+		human_size(d->size, size, sizeof(size));
+		/* ro last: scripts match " ro$" */
+		printf("%-8s %-36s %-12s lanes %-2llu qd %-4llu size %-7s%s%s%s%s\n",
 		       d->name, uri, d->state, (unsigned long long)d->lanes,
-		       (unsigned long long)d->queue_depth,
-		       (unsigned long long)d->size,
-		       d->read_only ? " ro" : "", d->crc ? " crc" : "");
+		       (unsigned long long)d->queue_depth, size,
+		       d->crc ? " crc" : "", d->auth ? " auth" : "",
+		       d->encrypt ? " encrypt" : "",
+		       d->read_only ? " ro" : "");
 	}
 }
 

@@ -5,7 +5,9 @@
  *   ternadm map tcp://HOST[:PORT]/EXPORT [options]
  *
  * The URI and the options become tern_blk's option string; the kernel
- * answers with the new device's name, which is printed as /dev/ternN.
+ * answers with the device's name, which is printed as /dev/ternN: a new
+ * device, or the one already mapping that export for that host id (the
+ * kernel decides, so concurrent maps agree), unless --new.
  *
  * With --key-file the key is loaded into our process keyring as a "logon"
  * key first, and the option string names it (key=tern:HOSTID), so the
@@ -41,7 +43,9 @@ static const char *const map_help[] = {
 	"  --read-only        map read-only even if the export is writable",
 	"  --host ID          host id sent to the target (default: the nodename)",
 	"  --loss-timeout SEC seconds without a connection before I/O fails,",
-	"                     1..86400 (default 60)",
+	"                     1..86400 (default 60), or forever: I/O waits for",
+	"                     the target until it is back or the device unmapped",
+	"  --new              map again even if the export is mapped already",
 	"  --key-file FILE    authenticate with the key in FILE (ternadm key",
 	"                     generate): loaded into the process keyring as logon",
 	"                     key tern:HOSTID, HOSTID the --host value or",
@@ -55,7 +59,8 @@ static const char *const map_help[] = {
 	"With --encrypt, everything after that proof travels sealed with",
 	"AES-GCM under keys both sides derive from it.",
 	"",
-	"Prints the new device, /dev/ternN.",
+	"Prints the device, /dev/ternN. An export already mapped with the same",
+	"transport, address, port, export and host id gives that device.",
 };
 
 void map_usage(FILE *out)
@@ -77,6 +82,7 @@ enum {
 	OPT_KEY_FILE,
 	OPT_KEY,
 	OPT_ENCRYPT,
+	OPT_NEW,
 	OPT_HELP,
 	OPT_END,
 };
@@ -93,6 +99,7 @@ static const struct option map_opts[] = {
 	{ "key-file",		required_argument, NULL, OPT_KEY_FILE },
 	{ "key",		required_argument, NULL, OPT_KEY },
 	{ "encrypt",		no_argument,	   NULL, OPT_ENCRYPT },
+	{ "new",		no_argument,	   NULL, OPT_NEW },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -109,6 +116,8 @@ struct map_args {
 	u64		lanes;
 	u64		queue_depth;
 	u64		loss_timeout;
+	bool		loss_forever;
+	bool		duplicate;	/* --new */
 	bool		crc;
 	bool		read_only;
 	bool		encrypt;
@@ -178,10 +187,15 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 			a->host = optarg;
 			break;
 		case OPT_LOSS_TIMEOUT:
-			if (parse_u64(optarg, 1, MAX_LOSS_TIMEOUT,
-				      &a->loss_timeout))
+			if (!strcmp(optarg, "forever"))
+				a->loss_forever = true;
+			else if (parse_u64(optarg, 1, MAX_LOSS_TIMEOUT,
+					   &a->loss_timeout))
 				return bad_value("loss-timeout", optarg,
-						 "seconds, 1..86400");
+						 "seconds, 1..86400, or forever");
+			break;
+		case OPT_NEW:
+			a->duplicate = true;
 			break;
 		case OPT_KEY_FILE:
 			if (!optarg[0])
@@ -306,6 +320,10 @@ static int map_opts_string(const struct map_args *a, char *buf, size_t len)
 	if ((size_t)n < len && a->loss_timeout)
 		n += snprintf(buf + n, len - n, ",loss_timeout=%llu",
 			      (unsigned long long)a->loss_timeout);
+	if ((size_t)n < len && a->loss_forever)
+		n += snprintf(buf + n, len - n, ",loss_timeout=forever");
+	if ((size_t)n < len && a->duplicate)
+		n += snprintf(buf + n, len - n, ",duplicate=1");
 	return (size_t)n < len ? 0 : -1;
 }
 

@@ -3,7 +3,7 @@
  * ternadm target: configure tern_target through configfs.
  *
  *   ternadm target export add NAME PATH [--read-only] [--allowed-hosts H,..]
- *                                     [--require-auth]
+ *                                     [--require-auth] [--uuid UUID]
  *   ternadm target export del NAME
  *   ternadm target port add NAME URI [--max-lanes N] [--max-queue-depth N]
  *                                  [--require-auth] [--require-encrypt]
@@ -22,6 +22,7 @@
  * its authentication key; the key is written to configfs and never
  * printed, and reading it back only says whether one is set.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -49,6 +50,8 @@ static const char *const target_help[] = {
 	"  --read-only            refuse writes from every client",
 	"  --allowed-hosts H1,H2  only these host ids may map it (at most 16)",
 	"  --require-auth         only clients that authenticate may map it",
+	"  --uuid UUID            the export's persistent name, as clients see",
+	"                         it (default: a new random one)",
 	"",
 	"port add options (caps on what each session negotiates):",
 	"  --max-lanes N          lanes per session, 1..64 (default 64)",
@@ -74,6 +77,7 @@ void target_usage(FILE *out)
 	fprintf(out, "usage: %s target export add NAME PATH [--read-only]\n",
 		ternadm_prog);
 	fprintf(out, "                 [--allowed-hosts H1,H2] [--require-auth]\n");
+	fprintf(out, "                 [--uuid UUID]\n");
 	fprintf(out, "       %s target export del NAME\n", ternadm_prog);
 	fprintf(out, "       %s target export resize NAME\n", ternadm_prog);
 	fprintf(out, "       %s target port add NAME URI [--max-lanes N]\n",
@@ -245,17 +249,41 @@ enum {
 	OPT_REQUIRE_ENCRYPT,
 	OPT_KEY_FILE,
 	OPT_CLEAR,
+	OPT_UUID,
 };
 
 static const struct option export_add_opts[] = {
 	{ "read-only",		no_argument,	   NULL, OPT_READ_ONLY },
 	{ "allowed-hosts",	required_argument, NULL, OPT_ALLOWED_HOSTS },
 	{ "require-auth",	no_argument,	   NULL, OPT_REQUIRE_AUTH },
+	{ "uuid",		required_argument, NULL, OPT_UUID },
 	{ NULL, 0, NULL, 0 },
 };
 
+/* xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, hex digits, not all zero */
+static bool valid_uuid(const char *s)
+{
+	bool nonzero = false;
+	int i;
+
+	if (strlen(s) != 36)
+		return false;
+	for (i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return false;
+		} else if (!isxdigit((unsigned char)s[i])) {
+			return false;
+		} else if (s[i] != '0') {
+			nonzero = true;
+		}
+	}
+	return nonzero;
+}
+
 static int export_add(int argc, char **argv)
 {
+	const char *uuid = NULL;
 	char hosts[ATTR_MAX] = "";
 	bool read_only = false, have_hosts = false, require_auth = false;
 	const char *name, *path;
@@ -280,6 +308,14 @@ static int export_add(int argc, char **argv)
 			break;
 		case OPT_REQUIRE_AUTH:
 			require_auth = true;
+			break;
+		case OPT_UUID:
+			if (uuid || !valid_uuid(optarg)) {
+				ternadm_err("target export add: %s --uuid '%s': expected one non-nil xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
+					    uuid ? "a second" : "bad", optarg);
+				return EXIT_USAGE;
+			}
+			uuid = optarg;
 			break;
 		case '?':
 		default:
@@ -316,6 +352,7 @@ static int export_add(int argc, char **argv)
 	     target_set("export", name, "allowed_hosts", hosts)) ||
 	    (require_auth &&
 	     target_set("export", name, "require_auth", "1")) ||
+	    (uuid && target_set("export", name, "uuid", uuid)) ||
 	    target_set("export", name, "enable", "1")) {
 		target_undo("export", name);
 		return EXIT_FAILED;
@@ -889,9 +926,11 @@ static const char *auth_word(const char *require_auth)
 static void show_export(const char *name, bool json, bool first)
 {
 	char dev[ATTR_MAX], ro[8], en[8], auth[8], hosts[ATTR_MAX], *p, *tok;
+	char uuid[40];
 	struct json j;
 
 	show_attr("export", name, "device_path", dev, sizeof(dev));
+	show_attr("export", name, "uuid", uuid, sizeof(uuid));
 	show_attr("export", name, "read_only", ro, sizeof(ro));
 	show_attr("export", name, "require_auth", auth, sizeof(auth));
 	show_attr("export", name, "enable", en, sizeof(en));
@@ -899,10 +938,12 @@ static void show_export(const char *name, bool json, bool first)
 	if (!json) {
 		for (p = hosts; (p = strchr(p, '\n')); )
 			*p = ',';
-		printf("export %-16s %-32s %-8s %-10s %s hosts %s\n", name,
-		       dev[0] ? dev : "-", en[0] == '1' ? "enabled" : "disabled",
+		printf("export %-16s %-32s %-8s %-10s %s hosts %s uuid %s\n",
+		       name, dev[0] ? dev : "-",
+		       en[0] == '1' ? "enabled" : "disabled",
 		       ro[0] == '1' ? "read-only" : "read-write",
-		       auth_word(auth), hosts[0] ? hosts : "any");
+		       auth_word(auth), hosts[0] ? hosts : "any",
+		       uuid[0] ? uuid : "-");
 		return;
 	}
 	fputs(first ? "\n" : ",\n", stdout);
@@ -912,6 +953,7 @@ static void show_export(const char *name, bool json, bool first)
 	json_bool(&j, "read_only", ro[0] == '1');
 	json_bool(&j, "require_auth", auth[0] == '1');
 	json_bool(&j, "enabled", en[0] == '1');
+	json_str(&j, "uuid", uuid);
 	json_key(&j, "allowed_hosts");
 	fputc('[', stdout);
 	p = hosts;

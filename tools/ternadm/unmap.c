@@ -4,10 +4,11 @@
  *
  *   ternadm unmap DEVICE [--force]
  *
- * Unless forced, a device in use is left alone: mounted (the disk or one
- * of its partitions is the source of a line of /proc/mounts), held by
- * another block device (holders/ in sysfs), claimed exclusively, or open
- * in some process.
+ * Unless forced (remove=NAME,force=1), tern_blk refuses a device that is
+ * open, mounted or held by another block device with -EBUSY: the kernel
+ * decides, in one step with marking the device as going, so nothing can
+ * open it between a check and the unmap. Here we only explain a refusal:
+ * where the device is mounted, what holds it, which process has it open.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -226,12 +227,52 @@ static bool unmap_open(const struct unmap_dev *d)
 	return found;
 }
 
+/* Why tern_blk refused: every mount and holder, else an opener. */
+static void unmap_explain(const struct unmap_dev *d)
+{
+	bool found = unmap_mounted(d);
+
+	found |= unmap_held(d);
+	if (!found && !unmap_claimed(d))
+		unmap_open(d);
+}
+
+/* Write "remove=NAME[,force=1]"; check the answer; 0 or -errno. */
+static int unmap_remove(const char *name, bool force)
+{
+	char cmd[64], answer[64], want[64];
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = open(BLK_CTL_DEVICE, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	snprintf(cmd, sizeof(cmd), "remove=%s%s", name,
+		 force ? ",force=1" : "");
+	if (write(fd, cmd, strlen(cmd)) < 0) {
+		err = -errno;
+		goto out;
+	}
+	/* name=NAME; a kernel from before it answers nothing: fine too */
+	n = read(fd, answer, sizeof(answer) - 1);
+	if (n > 0) {
+		answer[n] = '\0';
+		answer[strcspn(answer, "\n")] = '\0';
+		snprintf(want, sizeof(want), "name=%s", name);
+		if (!strncmp(answer, "name=", 5) && strcmp(answer, want))
+			ternadm_err("unmap: the kernel answered '%s', not '%s'",
+				    answer, want);
+	}
+out:
+	close(fd);
+	return err;
+}
+
 int unmap_main(int argc, char **argv)
 {
 	struct unmap_dev d;
 	const char *dev = NULL;
-	bool force = false, busy;
-	char cmd[64];
+	bool force = false;
 	int i, err;
 
 	for (i = 1; i < argc; i++) {
@@ -267,19 +308,13 @@ int unmap_main(int argc, char **argv)
 		ternadm_err("unmap: no device %s", d.name);
 		return EXIT_FAILED;
 	}
-	if (!force) {
-		busy = unmap_mounted(&d);
-		busy |= unmap_held(&d);
-		if (!busy)
-			busy = unmap_claimed(&d) || unmap_open(&d);
-		if (busy) {
-			ternadm_err("unmap: %s is in use; not unmapped (--force unmaps anyway)",
-				    d.name);
-			return EXIT_FAILED;
-		}
+	err = unmap_remove(d.name, force);
+	if (err == -EBUSY) {
+		unmap_explain(&d);
+		ternadm_err("unmap: %s is in use; not unmapped (--force unmaps anyway)",
+			    d.name);
+		return EXIT_FAILED;
 	}
-	snprintf(cmd, sizeof(cmd), "remove=%s", d.name);
-	err = write_attr(BLK_CTL_DEVICE, cmd);
 	if (err) {
 		ternadm_err("unmap %s: %s%s", d.name, strerror(-err),
 			    err == -ENOENT ? " (is tern_blk loaded?)" : "");

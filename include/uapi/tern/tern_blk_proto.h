@@ -45,7 +45,16 @@ enum tern_blk_opcode {
 /* tern_blk_req.flags */
 #define TERN_BLK_F_FUA		(1U << 0)	/* WRITE: forced unit access */
 #define TERN_BLK_F_NOUNMAP	(1U << 1)	/* WRITE_ZEROES: keep allocated */
-#define TERN_BLK_F_ALL		(TERN_BLK_F_FUA | TERN_BLK_F_NOUNMAP)
+/*
+ * OPEN: the requester takes the export's uuid in tern_blk_info.uuid. A
+ * target answers with a zero uuid to a requester that does not ask: one
+ * that predates the field refuses a reply with it set. A target that
+ * predates it refuses the flag (-EINVAL); the requester then opens again
+ * without it, and the export has no uuid.
+ */
+#define TERN_BLK_F_UUID		(1U << 2)
+#define TERN_BLK_F_ALL		(TERN_BLK_F_FUA | TERN_BLK_F_NOUNMAP | \
+				 TERN_BLK_F_UUID)
 
 /**
  * struct tern_blk_req - request front, 32 bytes
@@ -86,6 +95,9 @@ struct tern_blk_open_args {
 #define TERN_BLK_INFO_WRITE_ZEROES	(1U << 4)
 #define TERN_BLK_INFO_ALL		0x1f
 
+/* Bytes of the export's uuid (RFC 9562, in its canonical byte order). */
+#define TERN_BLK_UUID_LEN		16
+
 /**
  * struct tern_blk_info - reply front of OPEN, INFO and WATCH, 64 bytes
  * @handle: binding handle to put in every later request of this export
@@ -98,6 +110,8 @@ struct tern_blk_open_args {
  * @max_discard_sectors: largest DISCARD in sectors (0: unsupported)
  * @max_write_zeroes_sectors: largest WRITE_ZEROES in sectors (0: unsupported)
  * @discard_granularity: bytes
+ * @uuid: the export's persistent uuid; all zero when the target has none
+ *	or the OPEN did not ask for it (TERN_BLK_F_UUID)
  * @reserved: zero
  */
 struct tern_blk_info {
@@ -111,7 +125,8 @@ struct tern_blk_info {
 	__le32	max_discard_sectors;
 	__le32	max_write_zeroes_sectors;
 	__le32	discard_granularity;
-	__le32	reserved[5];
+	__u8	uuid[TERN_BLK_UUID_LEN];
+	__le32	reserved;
 };
 
 #ifdef __KERNEL__

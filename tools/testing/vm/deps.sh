@@ -5,7 +5,12 @@
 #  - Debian packages (apt-get), only when one is missing;
 #  - the guest kernel (linux-image-VERSION-unsigned), unpacked into the
 #    cache, never installed on the host, with depmod run on it;
-#  - checkpatch.pl and its data files, taken from linux-source-6.12.
+#  - checkpatch.pl and its data files, taken from linux-source-6.12;
+#  - the headers of Debian's stock kernel (linux-headers-amd64, 6.1 on
+#    Debian 12), which `make check` builds for too; no kernel image.
+#
+# Writes $TERN_CACHE/kver (the guest kernel) and $TERN_CACHE/kvers (every
+# kernel to build for, one a line, the guest's first).
 #
 # Usage: deps.sh [--if-missing | --print-kver]
 #   --if-missing  do nothing, quickly, when everything is already there
@@ -13,13 +18,16 @@ set -euo pipefail
 
 TERN_CACHE=${TERN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tern}
 KSERIES=${KSERIES:-6.12}
+# Debian's default kernel headers: tern must build for that kernel too
+STOCK_HEADERS=linux-headers-amd64
 
 packages=(
-	"linux-headers-$KSERIES-amd64" "linux-source-$KSERIES"
+	"linux-headers-$KSERIES-amd64" "linux-source-$KSERIES" "$STOCK_HEADERS"
 	gcc make perl python3 sparse xz-utils
 	qemu-system-x86 busybox-static kmod cpio iproute2
 	fio e2fsprogs nvme-cli util-linux procps gnuplot-nox linux-perf
 	keyutils tcpdump
+	udev
 	dpkg-dev build-essential debhelper dh-dkms dkms systemd
 )
 
@@ -68,16 +76,31 @@ install_packages() {
 	initramfs_restore
 }
 
-# The versioned kernel the 6.12 meta-package points at, e.g. 6.12.117+deb12-amd64.
-resolve_kver() {
-	local dep
-	dep=$(dpkg-query -W -f='${Depends}' "linux-headers-$KSERIES-amd64" 2>/dev/null |
-	      grep -o "linux-headers-$KSERIES[^ ,]*" | head -n1)
-	if [ -z "$dep" ]; then
-		log "cannot resolve the linux-headers-$KSERIES-amd64 version"
+# The versioned kernel a headers meta-package points at, e.g.
+# 6.12.117+deb12-amd64 for linux-headers-6.12-amd64, 6.1.0-57-amd64 for
+# linux-headers-amd64.
+resolve_headers() {
+	local meta=$1 dep
+	dep=$(dpkg-query -W -f='${Depends}' "$meta" 2>/dev/null |
+	      grep -o "linux-headers-[0-9][^ ,]*" | head -n1)
+	if [ -z "$dep" ] || [ ! -f "/usr/src/$dep/Makefile" ]; then
+		log "cannot resolve the $meta version"
 		return 1
 	fi
 	echo "${dep#linux-headers-}"
+}
+
+resolve_kver() {
+	resolve_headers "linux-headers-$KSERIES-amd64"
+}
+
+# The guest's kernel, then the stock one unless it is the same.
+resolve_kvers() {
+	local guest stock
+	guest=$(resolve_kver) || return 1
+	stock=$(resolve_headers "$STOCK_HEADERS") || return 1
+	echo "$guest"
+	[ "$stock" = "$guest" ] || echo "$stock"
 }
 
 fetch_guest_kernel() {
@@ -118,7 +141,8 @@ everything_present() {
 	kver=$(cat "$TERN_CACHE/kver" 2>/dev/null) || return 1
 	[ -f "$TERN_CACHE/$kver/root/boot/vmlinuz-$kver" ] &&
 	[ -f "$TERN_CACHE/checkpatch/scripts/checkpatch.pl" ] &&
-	[ "$(resolve_kver)" = "$kver" ]
+	[ "$(resolve_kver)" = "$kver" ] &&
+	[ "$(resolve_kvers)" = "$(cat "$TERN_CACHE/kvers" 2>/dev/null)" ]
 }
 
 main() {
@@ -136,6 +160,7 @@ main() {
 	fetch_checkpatch
 	mkdir -p "$TERN_CACHE"
 	echo "$kver" > "$TERN_CACHE/kver"
+	resolve_kvers > "$TERN_CACHE/kvers"
 	log "ready: guest kernel $kver in $TERN_CACHE/$kver"
 }
 

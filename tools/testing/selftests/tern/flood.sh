@@ -77,7 +77,10 @@ sleep 2
 # 2. new sessions
 mem0=$(mem_avail_kb)
 refused0=$(ep_stat refused_sessions)
-if flood_start sessions 120 -F sessions -N 1500 -H 4; then
+# a keepalive of 20 s (timeout 60 s): on a slow guest the flood takes
+# longer than the default 15 s timeout, and sessions closed early would
+# make room for more than the cap
+if flood_start sessions 120 -F sessions -N 1500 -H 4 -K 20000; then
 	mem1=$(mem_avail_kb)
 	acc=$(field "$tmp/sessions" accepted)
 	ref=$(field "$tmp/sessions" refused)
@@ -120,7 +123,7 @@ done
 
 # 3. lanes of a few sessions (64 lanes each)
 refused0=$(ep_stat refused_lanes)
-if flood_start lanes 120 -F lanes -N 1280 -L 64 -H 4; then
+if flood_start lanes 120 -F lanes -N 1280 -L 64 -H 4 -K 20000; then
 	acc=$(field "$tmp/lanes" accepted)
 	ref=$(field "$tmp/lanes" refused)
 	st=$(field "$tmp/lanes" status)

@@ -3377,7 +3377,7 @@ static u32 ht_geom_spoil(struct tern_blk_info *i)
 		i->flags |= htole16(0x8000);
 		break;
 	case HT_G_RESERVED:
-		i->reserved[4] = htole32(1);
+		i->reserved = htole32(1);
 		break;
 	case HT_G_SHORT_FRONT:
 		return offsetof(struct tern_blk_info, max_discard_sectors);

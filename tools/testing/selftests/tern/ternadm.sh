@@ -5,7 +5,10 @@
 # disk is exported and served with "ternadm target", mapped over
 # tcp://127.0.0.1 with "ternadm map", checked, listed and unmapped; bad
 # command lines exit 2 and change nothing; the target is torn down with
-# ternadm too.
+# ternadm too. Also what tern_blk does for ternadm: a second map of a
+# mapped export gives its device (--new another), a read of the control
+# device lists the options, remove refuses an open device without force,
+# and the loss timeout (forever too) and keepalive change through sysfs.
 #
 # Environment:
 #   TERNADM       the ternadm binary (default: the one built in the tree)
@@ -95,7 +98,116 @@ list_shows() {
 		"read_only": False, "crc": True}
 	for k, v in want.items():
 	    assert d.get(k) == v, (k, d.get(k), v)
+	assert d.get("auth") is False and d.get("encrypt") is False, d
 	EOF
+	# 32 MiB of brd, in units of 1024
+	adm list | grep -q "^${DEV#/dev/} .* size 32.0M  *crc$"
+}
+
+# mapping the mapped export again gives its device; --new another one
+map_again() {
+	local d n rc=0
+	d=$(adm map "tcp://$ADDR/vol0" --host adm-host) || return 1
+	echo "again: $d"
+	[ "$d" = "$DEV" ] || { echo "not $DEV"; rc=1; }
+	[ "$(tern_devs | wc -l)" = 1 ] || { echo "a second device"; rc=1; }
+	# through the control device too: the same answer
+	n=$(map "transport=tcp,address=$ADDR,export=vol0,host=adm-host")
+	[ "/dev/$n" = "$DEV" ] || { echo "ctl answered $n"; rc=1; }
+	d=$(adm map "tcp://$ADDR/vol0" --host adm-host --new) || return 1
+	echo "--new: $d"
+	[ "$d" != "$DEV" ] && [ -b "$d" ] || rc=1
+	[ "$(cat "/sys/block/${d#/dev/}/tern/export")" = vol0 ] || rc=1
+	adm unmap "$d" || rc=1
+	[ "$(tern_devs | wc -l)" = 1 ] || rc=1
+	return $rc
+}
+
+# a read before any write lists every option of the add command
+ctl_lists_options() {
+	local line k
+	line=$(head -n 1 "$CTL") || return 1
+	echo "$line"
+	for k in transport address service export host lanes queue_depth crc \
+		read_only loss_timeout key encrypt duplicate; do
+		[[ ,$line, == *",$k="* ]] || { echo "no $k"; return 1; }
+	done
+}
+
+# remove=NAME refuses an open device and answers name=NAME otherwise;
+# force=1 removes an open one
+ctl_remove() {
+	local d fd ans rc=0
+	d=$(map "transport=tcp,address=$ADDR,export=vol0,host=other") ||
+		return 1
+	exec {fd}<"/dev/$d"
+	if printf 'remove=%s' "$d" 2>/dev/null > "$CTL"; then
+		echo "removed while open"
+		rc=1
+	fi
+	dmesg | tail -n 3 | grep -q "$d is open" || { echo "no log line"; rc=1; }
+	[ -e "/sys/block/$d" ] || return 1
+	exec {fd}<&-
+	exec {fd}<>"$CTL"
+	printf 'remove=%s' "$d" >&"$fd" || rc=1
+	read -r ans <&"$fd"
+	exec {fd}>&-
+	echo "answer: $ans"
+	[ "$ans" = "name=$d" ] && [ ! -e "/sys/block/$d" ] || rc=1
+	d=$(map "transport=tcp,address=$ADDR,export=vol0,host=other") ||
+		return 1
+	exec {fd}<"/dev/$d"
+	printf 'remove=%s,force=1' "$d" > "$CTL" || rc=1
+	exec {fd}<&-
+	[ ! -e "/sys/block/$d" ] || rc=1
+	return $rc
+}
+
+# sess_stat DEV KEY: KEY of DEV's session in debugfs
+sess_stat() {
+	awk -v k="$2" '$1 == k { print $2 }' \
+		/sys/kernel/debug/tern/blk.*/"$(cat "/sys/block/$1/tern/session_id")"/stats
+}
+
+# --loss-timeout forever; loss_timeout_ms and keepalive_ms change live
+live_timeouts() {
+	local d t rc=0 bad
+	d=$(adm map "tcp://$ADDR/vol0" --host other --loss-timeout forever) ||
+		return 1
+	t=/sys/block/${d#/dev/}/tern
+	d=${d#/dev/}
+	echo "loss $(cat "$t/loss_timeout_ms"), keepalive $(cat "$t/keepalive_ms")"
+	[ "$(cat "$t/loss_timeout_ms")" = forever ] &&
+		[ "$(sess_stat "$d" loss_timeout_ms)" = forever ] || rc=1
+	[ "$(cat "$t/keepalive_ms")" = 5000 ] || rc=1
+	echo 30000 > "$t/loss_timeout_ms" && echo 1000 > "$t/keepalive_ms" ||
+		rc=1
+	[ "$(cat "$t/loss_timeout_ms")" = 30000 ] &&
+		[ "$(sess_stat "$d" loss_timeout_ms)" = 30000 ] &&
+		[ "$(cat "$t/keepalive_ms")" = 1000 ] &&
+		[ "$(sess_stat "$d" keepalive_ms)" = 1000 ] &&
+		[ "$(sess_stat "$d" keepalive_timeout_ms)" = 3000 ] || rc=1
+	for bad in 0 999 86400001 never -1 ""; do
+		if echo "$bad" 2>/dev/null > "$t/loss_timeout_ms"; then
+			echo "loss_timeout_ms '$bad' accepted"
+			rc=1
+		fi
+	done
+	for bad in 0 99 60001 x; do
+		if echo "$bad" 2>/dev/null > "$t/keepalive_ms"; then
+			echo "keepalive_ms '$bad' accepted"
+			rc=1
+		fi
+	done
+	echo forever > "$t/loss_timeout_ms" || rc=1
+	[ "$(sess_stat "$d" loss_timeout_ms)" = forever ] || rc=1
+	# pings every second keep the session live
+	sleep 3
+	[ "$(cat "$t/state")" = live ] || rc=1
+	dd if="/dev/$d" of=/dev/null bs=4k count=1 iflag=direct status=none ||
+		rc=1
+	adm unmap "$d" || rc=1
+	return $rc
 }
 
 # --max-lanes and --max-queue-depth cap what a mapping negotiates
@@ -206,6 +318,8 @@ bad_usage() {
 	map tcp://$ADDR/vol0 --lanes 65
 	map tcp://$ADDR/vol0 --queue-depth 0
 	map tcp://$ADDR/vol0 --loss-timeout 0
+	map tcp://$ADDR/vol0 --loss-timeout never
+	map tcp://$ADDR/vol0 --new --new
 	map tcp://$ADDR/vol0 --lanes 2 --lanes 2
 	map tcp://$ADDR/vol0 --host a/b
 	map tcp://$ADDR
@@ -220,6 +334,8 @@ bad_usage() {
 	target export add vol1 relative/path
 	target export add vol1 $BACK --allowed-hosts a,,b
 	target export add vol1 $BACK --writable
+	target export add vol1 $BACK --uuid nope
+	target export add vol1 $BACK --uuid 00000000-0000-0000-0000-000000000000
 	target port add p1 tcp://$ADDR/vol0
 	target port add p1 $ADDR
 	target port add p1 tcp://$ADDR:7448 --max-lanes 0
@@ -276,7 +392,7 @@ unload() {
 	blk_unload brd
 }
 
-ktap_plan 13
+ktap_plan 17
 
 ktap_check "modules load (tern_tcp, tern_target, tern_blk, brd)" setup_modules
 ktap_check "ternadm target: export vol0 on $BACK, port p0, link" setup_target
@@ -285,6 +401,13 @@ ktap_check "ternadm map prints the device; its size is the backing device's" \
 DEV=$(cat "$WORK/dev" 2>/dev/null)
 ktap_check "random data through $DEV equals the backing device" data_matches
 ktap_check "ternadm list and list --json show $DEV" list_shows
+ktap_check "map of a mapped export gives its device; --new another" \
+	map_again
+ktap_check "a read of $CTL lists every option" ctl_lists_options
+ktap_check "remove= refuses an open device, force=1 not; answers name=" \
+	ctl_remove
+ktap_check "--loss-timeout forever; loss_timeout_ms, keepalive_ms change live" \
+	live_timeouts
 if ip -6 addr show dev lo 2>/dev/null | grep -q "inet6 ::1/"; then
 	ktap_check "IPv6 URIs in brackets; --read-only maps read-only" \
 		ipv6_read_only

@@ -29,6 +29,7 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
+#include <tern/compat.h>
 #include <tern/tern.h>
 
 static unsigned int port = 7447;
@@ -297,8 +298,8 @@ static int tt_reply_from_irq(struct tern_srv_req *sreq)
 	if (!r)
 		return -ENOMEM;
 	r->sreq = sreq;
-	hrtimer_init(&r->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
-	r->timer.function = tt_irq_reply_fn;
+	tern_hrtimer_setup(&r->timer, tt_irq_reply_fn, CLOCK_MONOTONIC,
+			   HRTIMER_MODE_REL_HARD);
 	hrtimer_start(&r->timer, ms_to_ktime(1), HRTIMER_MODE_REL_HARD);
 	return 0;
 }
