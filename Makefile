@@ -108,7 +108,7 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n "3,17p" Makefile | sed 's/^# \{0,1\}//'
+	@sed -n "3,19p" Makefile | sed 's/^# \{0,1\}//'
 
 print-%:
 	@echo '$($*)'
