@@ -10,6 +10,8 @@
 #   make soak          SOAK_MINUTES (60) of verified I/O under faults
 #   make deps          install what the above need (idempotent)
 #   make install       modules_install + tools into DESTDIR/PREFIX
+#   make dkms-source   the DKMS tree into DESTDIR/usr/src/tern-VERSION
+#   make deb           tern-dkms and ternadm .debs into BUILD/deb/
 #
 # Kernel selection: KDIR= wins; else KERNELRELEASE='s build directory (as
 # DKMS passes it); else the running kernel's; else the pinned Debian
@@ -55,6 +57,7 @@ SOAK_ROUND ?= 120
 SOAK_FAIL_EVERY ?= 2000
 
 .PHONY: all modules tools deps deps-if-missing check demo bench soak install clean help
+.PHONY: dkms-source deb
 
 all: modules tools
 
@@ -92,13 +95,20 @@ install:
 	$(MAKE) -C $(KDIR) M=$(SRC) modules_install
 	@for d in $(TOOL_DIRS); do $(MAKE) -C $$d install || exit 1; done
 
+# dkms.conf builds through `make modules KDIR=...` here, as the tree does.
+dkms-source:
+	@tools/packaging/dkms-source "$(DESTDIR)"
+
+deb:
+	@tools/packaging/build-deb
+
 clean:
 	$(MAKE) -C $(KDIR) M=$(SRC) clean
 	@for d in $(TOOL_DIRS); do $(MAKE) -C $$d clean; done
 	rm -rf $(BUILD)
 
 help:
-	@sed -n "3,15p" Makefile | sed 's/^# \{0,1\}//'
+	@sed -n "3,19p" Makefile | sed 's/^# \{0,1\}//'
 
 print-%:
 	@echo '$($*)'

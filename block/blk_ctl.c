@@ -470,4 +470,5 @@ static void __exit tern_blk_exit(void)
 module_init(tern_blk_init);
 module_exit(tern_blk_exit);
 MODULE_DESCRIPTION("tern block device: maps a remote tern export");
+MODULE_VERSION(TERN_VERSION);
 MODULE_LICENSE("GPL");

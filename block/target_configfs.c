@@ -1053,4 +1053,5 @@ static void __exit tern_tgt_exit(void)
 module_init(tern_tgt_init);
 module_exit(tern_tgt_exit);
 MODULE_DESCRIPTION("tern block target: exports block devices and files");
+MODULE_VERSION(TERN_VERSION);
 MODULE_LICENSE("GPL");

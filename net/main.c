@@ -287,3 +287,4 @@ module_exit(tern_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("tern messenger core: sessions, lanes and transports for network block I/O");
+MODULE_VERSION(TERN_VERSION);

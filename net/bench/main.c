@@ -212,3 +212,4 @@ module_exit(tb_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("tern messenger benchmark: echo service and load generator");
+MODULE_VERSION(TERN_VERSION);

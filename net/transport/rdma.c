@@ -2796,4 +2796,5 @@ module_exit(tern_rdma_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("tern messenger RDMA transport");
+MODULE_VERSION(TERN_VERSION);
 MODULE_ALIAS("tern-transport-rdma");

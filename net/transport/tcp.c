@@ -843,4 +843,5 @@ module_exit(tern_tcp_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("tern messenger TCP transport");
+MODULE_VERSION(TERN_VERSION);
 MODULE_ALIAS("tern-transport-tcp");

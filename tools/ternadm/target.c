@@ -388,30 +388,34 @@ struct link_info {
 
 typedef int (*link_fn)(const struct link_info *l, void *arg);
 
-/* Call @fn on every link of @port; stop at a non-zero return, return it. */
+/*
+ * Call @fn on every link of @port, in the order of their names, so that
+ * show prints the same whatever order they were made in; stop at a
+ * non-zero return, return it.
+ */
 static int walk_links(const char *port, link_fn fn, void *arg)
 {
 	struct link_info l = { .port = port };
 	char dir[PATH_MAX], path[PATH_MAX * 2], exp[NAME_MAX_LEN];
-	struct dirent *de;
-	int ret = 0;
-	DIR *dh;
+	struct dirent **names;
+	int i, nr, ret = 0;
 
 	cfs_path(dir, "ports/%s/exports", port);
-	dh = opendir(dir);
-	if (!dh)
-		return 0;
-	while (!ret && (de = readdir(dh))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (link_target(path, exp, sizeof(exp)))
-			continue;
-		l.link = de->d_name;
-		l.exp = exp;
-		ret = fn(&l, arg);
+	nr = scandir(dir, &names, NULL, alphasort);
+	for (i = 0; i < nr; i++) {
+		const char *name = names[i]->d_name;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (!ret && name[0] != '.' &&
+		    !link_target(path, exp, sizeof(exp))) {
+			l.link = name;
+			l.exp = exp;
+			ret = fn(&l, arg);
+		}
+		free(names[i]);
 	}
-	closedir(dh);
+	if (nr >= 0)
+		free(names);
 	return ret;
 }
 

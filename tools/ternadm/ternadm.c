@@ -17,13 +17,13 @@ static const struct ternadm_group groups[] = {
 	{ "bench", "messenger benchmark: echo service and load generator",
 	  bench_main, bench_usage },
 	{ "map", "map a remote export as a block device /dev/ternN",
-	  map_main, map_usage },
+	  maps_map_main, maps_map_usage },
 	{ "unmap", "unmap a tern block device",
-	  unmap_main, unmap_usage },
+	  maps_unmap_main, maps_unmap_usage },
 	{ "list", "list the mapped tern block devices",
 	  list_main, list_usage },
 	{ "target", "configure tern_target: exports, ports, links and hosts",
-	  target_main, target_usage },
+	  target_cfg_main, target_cfg_usage },
 	{ "key", "generate and check authentication keys",
 	  key_main, key_usage },
 };
@@ -35,7 +35,8 @@ static void ternadm_usage(FILE *out)
 	size_t i;
 
 	fprintf(out, "usage: %s GROUP COMMAND [ARGS...]\n", ternadm_prog);
-	fprintf(out, "       %s help [GROUP]\n\ngroups:\n", ternadm_prog);
+	fprintf(out, "       %s help [GROUP]\n", ternadm_prog);
+	fprintf(out, "       %s --version\n\ngroups:\n", ternadm_prog);
 	for (i = 0; i < NR_GROUPS; i++)
 		fprintf(out, "  %-10s %s\n", groups[i].name, groups[i].summary);
 	fprintf(out, "\nSee ternadm(8).\n");
@@ -71,6 +72,14 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		g->usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		if (argc > 2) {
+			ternadm_err("version: unexpected '%s'", argv[2]);
+			return EXIT_USAGE;
+		}
+		printf("%s %s\n", ternadm_prog, TERN_VERSION);
 		return EXIT_OK;
 	}
 	g = find_group(argv[1]);

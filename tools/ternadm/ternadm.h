@@ -54,6 +54,12 @@ void target_usage(FILE *out);
 int key_main(int argc, char **argv);
 void key_usage(FILE *out);
 
+/* maps.c: map --all and unmap --all, else map_main() and unmap_main() */
+int maps_map_main(int argc, char **argv);
+void maps_map_usage(FILE *out);
+int maps_unmap_main(int argc, char **argv);
+void maps_unmap_usage(FILE *out);
+
 /*
  * key.c: authentication keys. The text form, one line: "TERNKEY-1:", the
  * base64 of the secret and its CRC32C (little-endian), ":".
@@ -102,5 +108,34 @@ void json_key(struct json *j, const char *key);
 void json_string(FILE *out, const char *s);
 void json_close(struct json *j);
 void json_end(struct json *j);
+
+/* json_parse.c: a parsed JSON value; an object's keys are in @keys. */
+enum json_type {
+	JSON_NULL,
+	JSON_BOOL,
+	JSON_NUMBER,	/* whole, non-negative */
+	JSON_STRING,
+	JSON_ARRAY,
+	JSON_OBJECT,
+};
+
+struct jval {
+	enum json_type	type;
+	bool		b;
+	u64		num;
+	char		*str;
+	struct jval	*items;		/* array items or object values */
+	char		**keys;		/* object keys */
+	size_t		n;
+};
+
+int json_parse(const char *s, size_t len, struct jval *v, char *err,
+	       size_t errlen);
+const struct jval *json_get(const struct jval *v, const char *key);
+void json_free(struct jval *v);
+
+/* restore.c: target save, restore and clear, else target_main() */
+int target_cfg_main(int argc, char **argv);
+void target_cfg_usage(FILE *out);
 
 #endif /* TERNADM_H */
