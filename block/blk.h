@@ -17,14 +17,17 @@
 #define TERN_BLK_OPTS_MAX	1024	/* longest option string, with NUL */
 
 /* Options of one mapping; see Documentation/admin-guide.rst. */
+/* queue_depth= when a map gives none */
+#define TERN_BLK_DEFAULT_QDEPTH	128
+
 struct tern_blk_opts {
 	char		transport[16];
 	char		address[48];
 	u16		service;
 	char		export[TERN_BLK_NAME_LEN];
 	char		host[TERN_BLK_NAME_LEN];
-	unsigned int	lanes;
-	unsigned int	queue_depth;
+	unsigned int	lanes;		/* 0: one per CPU */
+	unsigned int	queue_depth;	/* 0: TERN_BLK_DEFAULT_QDEPTH */
 	/* 0: messenger default; TERN_LOSS_TIMEOUT_NEVER: "forever" */
 	unsigned int	loss_timeout_ms;
 	bool		crc;

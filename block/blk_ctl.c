@@ -257,9 +257,7 @@ static int tern_blk_parse(char *buf, struct tern_blk_opts *o)
 	memset(o, 0, sizeof(*o));
 	strscpy(o->transport, "tcp", sizeof(o->transport));
 	o->service = TERN_DEFAULT_PORT;
-	/* a lane per CPU, as nvme's I/O queues; the target may cap it */
-	o->lanes = min(num_online_cpus(), TERN_WIRE_MAX_LANES);
-	o->queue_depth = 128;
+	/* lanes and queue_depth stay 0 unless given: see tern_blk_add() */
 	tern_blk_default_host(o);
 
 	while ((tok = strsep(&p, ","))) {

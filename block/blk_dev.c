@@ -1150,7 +1150,7 @@ static struct tern_blk_dev *tern_blk_find_locked(const struct tern_blk_opts *o)
 /*
  * May a second map of @dev's export, asking for @want, get @dev? Only
  * if it asks for nothing @dev lacks: the lanes and queue depth it names
- * are the ones @dev was mapped with, and crc, read-only, a key and
+ * (0 when it names none) are the ones @dev was mapped with, and crc, read-only, a key and
  * encryption, when asked for, @dev has. The loss timeout and keepalive
  * may be changed on a mapped device, so they do not count.
  */
@@ -1210,8 +1210,10 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 			  size_t size)
 {
 	struct tern_session_opts so = {
-		.nr_lanes	= opts->lanes,
-		.queue_depth	= opts->queue_depth,
+		/* a lane per CPU, as nvme's I/O queues; the target may cap it */
+		.nr_lanes	= opts->lanes ?: min(num_online_cpus(),
+						     TERN_WIRE_MAX_LANES),
+		.queue_depth	= opts->queue_depth ?: TERN_BLK_DEFAULT_QDEPTH,
 		.data_crc	= opts->crc,
 		.loss_timeout_ms = opts->loss_timeout_ms,
 		/* the identity that proves the key is the host id of OPEN */
@@ -1229,6 +1231,8 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 	if (!dev)
 		return -ENOMEM;
 	dev->opts = *opts;
+	dev->opts.lanes = so.nr_lanes;
+	dev->opts.queue_depth = so.queue_depth;
 	/* the session keeps what it needs of the key */
 	memzero_explicit(dev->opts.key, sizeof(dev->opts.key));
 	INIT_LIST_HEAD(&dev->entry);

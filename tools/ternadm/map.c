@@ -343,6 +343,8 @@ static const char *map_hint(int err)
 		return ": no such key here, or the target has none for the host id or wants one";
 	case EKEYREJECTED:
 		return ": the keys do not match, or the target does not authenticate or encrypt";
+	case EEXIST:
+		return ": mapped already, without what this asks for (unmap it, or --new)";
 	default:
 		return "";
 	}

@@ -114,6 +114,13 @@ map_again() {
 	# through the control device too: the same answer
 	n=$(map "transport=tcp,address=$ADDR,export=vol0,host=adm-host")
 	[ "/dev/$n" = "$DEV" ] || { echo "ctl answered $n"; rc=1; }
+	# asking for what the device lacks: EEXIST, not it, not another
+	if d=$(adm map "tcp://$ADDR/vol0" --host adm-host --read-only 2>&1); then
+		echo "a read-only map got $d"
+		rc=1
+	fi
+	case "$d" in *"File exists"*) ;; *) echo "read-only map: $d"; rc=1 ;; esac
+	[ "$(tern_devs | wc -l)" = 1 ] || { echo "a second device"; rc=1; }
 	d=$(adm map "tcp://$ADDR/vol0" --host adm-host --new) || return 1
 	echo "--new: $d"
 	[ "$d" != "$DEV" ] && [ -b "$d" ] || rc=1
@@ -401,7 +408,7 @@ ktap_check "ternadm map prints the device; its size is the backing device's" \
 DEV=$(cat "$WORK/dev" 2>/dev/null)
 ktap_check "random data through $DEV equals the backing device" data_matches
 ktap_check "ternadm list and list --json show $DEV" list_shows
-ktap_check "map of a mapped export gives its device; --new another" \
+ktap_check "map of a mapped export gives its device, one asking for more EEXIST; --new another" \
 	map_again
 ktap_check "a read of $CTL lists every option" ctl_lists_options
 ktap_check "remove= refuses an open device, force=1 not; answers name=" \
