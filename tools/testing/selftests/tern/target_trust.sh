@@ -9,7 +9,10 @@
 #    map through another enabled port of the same target fails;
 #  - unlinking the export from its port ends the bindings made through
 #    it: I/O on the mapped device fails with EIO, no D state, and the
-#    device unmaps.
+#    device unmaps;
+#  - an export disabled and enabled again and again under reads (its
+#    geometry is rewritten at each enable) leaves no oops, a device that
+#    unmaps, and maps again.
 # TCP only; the rules live in the transport-independent target core.
 
 . "$(dirname "$0")/ktap.sh"
@@ -55,6 +58,38 @@ other_port_refused() {
 			iflag=direct status=none
 }
 
+# Reads all the time while the export is disabled and enabled 20 times:
+# every request lands before, during or after a re-enable, which once
+# rewrote the export's geometry under the I/O path's range check (a
+# remote divide by zero). Reads fail once the client saw the export
+# gone (the device is then "removed", by design); no oops, the device
+# unmaps, and a new map reads.
+reenable_under_io() {
+	local dev i pid rc=0
+
+	dev=$(cat "$DEVF") && [ -n "$dev" ] || return 1
+	(
+		for i in $(seq 300); do
+			dd if="/dev/$dev" of=/dev/null bs=4k count=8 \
+				skip=$((i % 64 * 8)) iflag=direct status=none \
+				2>/dev/null
+		done
+	) &
+	pid=$!
+	for i in $(seq 20); do
+		echo 0 > "$CFG/exports/vol0/enable" &&
+			echo 1 > "$CFG/exports/vol0/enable" || rc=1
+		sleep 0.1
+	done
+	wait "$pid"
+	echo "$dev: state $(cat "/sys/block/$dev/tern/state")"
+	adm unmap "$dev" || rc=1
+	map_dev vol0 "$SVC0" --lanes 1 > "$DEVF" && [ -s "$DEVF" ] &&
+		dd if="/dev/$(cat "$DEVF")" of=/dev/null bs=4k count=16 \
+			iflag=direct status=none || rc=1
+	return $rc
+}
+
 unlink_ends_binding() {
 	local t0 rc=0 dev
 
@@ -88,7 +123,7 @@ teardown() {
 	blk_unload brd
 }
 
-ktap_plan 5
+ktap_plan 6
 check "modules load (tern_tcp, tern_target, tern_blk, brd)" \
 	sh -c "modprobe brd rd_nr=1 rd_size=65536 max_part=0 && modprobe tern_tcp &&
 		modprobe tern_target && modprobe tern_blk"
@@ -96,6 +131,8 @@ check "a mounted block device is refused at enable, taken once unmounted" \
 	mounted_refused
 check "an export is reachable only through the ports it is linked to" \
 	other_port_refused
+check "export disabled and enabled 20 times under reads: no oops, unmaps, maps again and reads" \
+	reenable_under_io
 check "unlinking the export from its port ends the binding: EIO, unmap works" \
 	unlink_ends_binding
 check "teardown, modules unload" teardown
