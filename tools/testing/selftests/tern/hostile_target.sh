@@ -152,9 +152,18 @@ timed() {
 	T_TOOK=$((SECONDS - t0))
 }
 
-# log_count TEXT: kernel log lines holding TEXT
+# log_mark: write a line to count from into the kernel log, and print it:
+# counts from a mark, not differences of totals, as the log ring drops
+# its oldest lines
+log_mark() {
+	local m="hostile_target.sh mark $BASHPID $SECONDS $RANDOM"
+	echo "$m" > /dev/kmsg
+	echo "$m"
+}
+
+# log_count MARK TEXT: kernel log lines holding TEXT since MARK
 log_count() {
-	dmesg | grep -c -- "$1"
+	dmesg | sed -n "/$1/,\$p" | grep -c -- "$2"
 }
 
 # expect_fail WHAT BOUND COMMAND...: COMMAND exits non-zero with a
@@ -180,13 +189,13 @@ expect_fail() {
 # map_fails SPEC BOUND [LOGTEXT [MAP OPTION...]]: a map against "-T
 # SPEC" fails (expect_fail); LOGTEXT, when not empty, is logged
 map_fails() {
-	local spec=$1 bound=$2 text=${3:-} ok=0 n0
+	local spec=$1 bound=$2 text=${3:-} ok=0 mark
 	shift 3 2>/dev/null || shift $#
-	n0=$([ -n "$text" ] && log_count "$text")
+	mark=$(log_mark)
 	ht_start "$spec" || return 1
 	expect_fail "map" "$bound" "$TERNADM" map \
 		"tcp://127.0.0.1:$HT_PORT/vol0" "${MAP_OPTS[@]}" "$@" || ok=1
-	if [ -n "$text" ] && [ "$(log_count "$text")" -le "$n0" ]; then
+	if [ -n "$text" ] && [ "$(log_count "$mark" "$text")" = 0 ]; then
 		echo "the kernel did not log '$text'"
 		ok=1
 	fi
@@ -275,9 +284,9 @@ io_case() {
 # info_case WHAT: mapped, a rescan answered with geometry WHAT fails,
 # the size stays, "malformed geometry" is logged
 info_case() {
-	local ok=0 n0 s0 s1
+	local ok=0 mark s0 s1
 	map_ok info-geom="$1" -- || { ht_stop; return 1; }
-	n0=$(log_count "malformed geometry")
+	mark=$(log_mark)
 	s0=$(cat "/sys/block/$DEV/size")
 	if echo 1 2>/dev/null > "/sys/block/$DEV/tern/rescan"; then
 		echo "the rescan succeeded"
@@ -286,7 +295,7 @@ info_case() {
 	s1=$(cat "/sys/block/$DEV/size")
 	echo "size $s0 -> $s1"
 	[ "$s0" = "$s1" ] || ok=1
-	[ "$(log_count "malformed geometry")" -gt "$n0" ] ||
+	[ "$(log_count "$mark" "malformed geometry")" -gt 0 ] ||
 		{ echo "no 'malformed geometry' logged"; ok=1; }
 	unmap_ok 15 || ok=1
 	ht_stop
@@ -323,16 +332,16 @@ trickle_open() {
 # watch_storm: every WATCH answered at once; at most 15 capacity changes
 # in 10 s, reads stay right, unmap works
 watch_storm() {
-	local ok=0 n0 n1 text
+	local ok=0 mark n text
 	text="detected capacity change"
-	n0=$(log_count "$text")
+	mark=$(log_mark)
 	map_ok watch-storm -- || { ht_stop; return 1; }
 	sleep 5
 	read_checked 20 || ok=1
 	sleep 5
-	n1=$(log_count "$text")
-	echo "capacity changes logged in 10 s: $((n1 - n0)); size now $(cat "/sys/block/$DEV/size")"
-	[ $((n1 - n0)) -le 15 ] || { echo "resizes are not rate limited"; ok=1; }
+	n=$(log_count "$mark" "$text")
+	echo "capacity changes logged in 10 s: $n; size now $(cat "/sys/block/$DEV/size")"
+	[ "$n" -le 15 ] || { echo "resizes are not rate limited"; ok=1; }
 	unmap_ok 15 || ok=1
 	ht_stop
 	return "$ok"
