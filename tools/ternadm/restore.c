@@ -40,7 +40,6 @@
 #define HOSTS_MAX	16		/* allowed hosts of an export */
 #define LANES_MAX	64		/* a port's max_lanes */
 #define QDEPTH_MAX	256		/* a port's max_queue_depth */
-#define UUID_LEN	36
 
 static const char *const target_cfg_help[] = {
 	"",
@@ -231,27 +230,6 @@ static int r_names(const struct r_where *w, const struct jval *o,
 	return 0;
 }
 
-/* xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx of hex digits, not all zero */
-static bool r_valid_uuid(const char *s)
-{
-	bool nonzero = false;
-	int i;
-
-	if (strlen(s) != UUID_LEN)
-		return false;
-	for (i = 0; i < UUID_LEN; i++) {
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (s[i] != '-')
-				return false;
-		} else if (!isxdigit((unsigned char)s[i])) {
-			return false;
-		} else if (s[i] != '0') {
-			nonzero = true;
-		}
-	}
-	return nonzero;
-}
-
 static int r_export(const struct r_where *w, const struct jval *o,
 		    struct r_export *e)
 {
@@ -281,7 +259,7 @@ static int r_export(const struct r_where *w, const struct jval *o,
 			     "neither a block device nor a regular file");
 	if (e->uuid && !e->uuid[0])
 		e->uuid = NULL;
-	if (e->uuid && !r_valid_uuid(e->uuid))
+	if (e->uuid && !valid_uuid(e->uuid))
 		return r_bad(w, "uuid", "not a non-nil xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx");
 	for (i = 0; hosts && i < hosts->n; i++) {
 		if (i)

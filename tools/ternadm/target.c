@@ -260,27 +260,6 @@ static const struct option export_add_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, hex digits, not all zero */
-static bool valid_uuid(const char *s)
-{
-	bool nonzero = false;
-	int i;
-
-	if (strlen(s) != 36)
-		return false;
-	for (i = 0; i < 36; i++) {
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (s[i] != '-')
-				return false;
-		} else if (!isxdigit((unsigned char)s[i])) {
-			return false;
-		} else if (s[i] != '0') {
-			nonzero = true;
-		}
-	}
-	return nonzero;
-}
-
 static int export_add(int argc, char **argv)
 {
 	const char *uuid = NULL;

@@ -78,6 +78,9 @@ int parse_u64(const char *s, u64 min, u64 max, u64 *out);
 int parse_size(const char *s, u64 max, u64 *out);
 int parse_seconds_ms(const char *s, u64 max_ms, u64 *out_ms);
 bool valid_name(const char *s);
+/* the text of an export uuid, as configfs takes it */
+#define UUID_LEN	36
+bool valid_uuid(const char *s);
 int bad_option(const char *cmd, char **argv);
 
 /* A parsed SCHEME://HOST[:PORT][/PATH]. */

@@ -121,6 +121,27 @@ bool valid_name(const char *s)
 	return true;
 }
 
+/* xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx of hex digits, not all zero */
+bool valid_uuid(const char *s)
+{
+	bool nonzero = false;
+	int i;
+
+	if (strlen(s) != UUID_LEN)
+		return false;
+	for (i = 0; i < UUID_LEN; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return false;
+		} else if (!isxdigit((unsigned char)s[i])) {
+			return false;
+		} else if (s[i] != '0') {
+			nonzero = true;
+		}
+	}
+	return nonzero;
+}
+
 /*
  * SCHEME://HOST[:PORT][/PATH]: SCHEME tcp or rdma, HOST a numeric IPv4
  * address or an IPv6 address in brackets, PORT 1..65535 (default 7447).
