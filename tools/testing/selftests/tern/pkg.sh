@@ -92,9 +92,10 @@ hide_tree_modules() {
 	fi
 }
 
-# what the tern-dkms prerm would do, without its depmod (see the top)
+# what the tern-dkms prerm would do, without its depmod (see the top);
+# DKMS's tree for the version tells without a slow "dkms status"
 dkms_remove() {
-	dkms status -m tern -v "$VERSION" | grep -q . || return 0
+	[ -d "/var/lib/dkms/tern/$VERSION" ] || return 0
 	dkms remove -m tern -v "$VERSION" --all --no-depmod
 }
 
@@ -133,7 +134,7 @@ verify_units() {
 
 # DKMS builds for this kernel and installs into updates/dkms.
 dkms_install() {
-	local tmp
+	local tmp status i
 	# the headers, as linux-headers-$KVER would link them
 	[ -e "$MODS/build" ] || ln -s "/usr/src/linux-headers-$KVER" "$MODS/build" ||
 		return 1
@@ -144,6 +145,13 @@ dkms_install() {
 			return 1
 		}
 	else
+		# make check builds it beside the guest: wait for that (the
+		# root is 9p with cache=loose, so forget what was seen of it)
+		for ((i = 0; i < 600; i++)); do
+			echo 2 > /proc/sys/vm/drop_caches
+			[ -e "$(dirname "$PREBUILT")/building" ] || break
+			sleep 1
+		done
 		if [ ! -f "$PREBUILT" ]; then
 			echo "no $PREBUILT: run tools/packaging/dkms-prebuild $KVER (make check does), or set PKG_DKMS_IN_GUEST=1"
 			return 1
@@ -157,8 +165,10 @@ dkms_install() {
 		rm -rf "$tmp"
 	fi
 	dkms install -m tern -v "$VERSION" -k "$KVER" --no-depmod || return 1
-	dkms status -m tern -v "$VERSION" -k "$KVER"
-	dkms status -m tern -v "$VERSION" -k "$KVER" | grep -q ': installed'
+	# each dkms command takes seconds here: ask once
+	status=$(dkms status -m tern -v "$VERSION" -k "$KVER")
+	echo "$status"
+	echo "$status" | grep -q ': installed'
 }
 
 # DKMS's modules load (in-tree dependencies first, by modprobe), and
