@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# A hostile peer against a tern TCP listener: tern_fuzz sends >= 10k
+# A hostile peer against a tern TCP listener: tern_fuzz sends >= 4k
 # malformed frames over many connections. The listener must count the
 # protocol errors, keep accepting, still serve a good client with its
 # data intact, free what the junk allocated, and let the modules unload.
@@ -16,7 +16,7 @@
 dir=$(cd "$(dirname "$0")" && pwd)
 ternadm=$TERN_SRC/tools/ternadm/ternadm
 port=7611
-frames=${FUZZ_FRAMES:-10000}
+frames=${FUZZ_FRAMES:-4000}
 
 # Sum a counter over every endpoint's and session's stats in debugfs.
 tern_counter() {

@@ -85,7 +85,7 @@ fails_within() {
 # rxe_sched_task from rxe_xmit_packet), wedging the guest.
 messenger() {
 	TRANSPORT=rdma FAULT_EVERY=${FAULT_EVERY:-500} \
-		FAULT_SECONDS=${FAULT_SECONDS:-12} "$dir/messenger.sh"
+		FAULT_SECONDS=${FAULT_SECONDS:-8} "$dir/messenger.sh"
 }
 
 setup() {
@@ -120,7 +120,7 @@ survived() {
 device_bounce() {
 	local pid out rc t0 bad=0
 	out=$(mktemp)
-	"$TERNADM" bench run "$URI" --json --time 20 --depth 8 --lanes 2 \
+	"$TERNADM" bench run "$URI" --json --time 16 --depth 8 --lanes 2 \
 		--size 16k --dir both --verify > "$out" 2>&1 &
 	pid=$!
 	sleep 4
@@ -302,10 +302,10 @@ mixed_replies() {
 		return 1
 	zc_snap
 	fio --name=small --filename="/dev/$d" --rw=randread --bs=4k --iodepth=32 \
-		--ioengine=libaio --direct=1 --time_based --runtime=15 \
+		--ioengine=libaio --direct=1 --time_based --runtime=8 \
 		--output=/dev/null & v=$!
 	fio --name=big --filename="/dev/$d" --rw=randrw --bs=64k --iodepth=32 \
-		--ioengine=libaio --direct=1 --time_based --runtime=15 \
+		--ioengine=libaio --direct=1 --time_based --runtime=8 \
 		--output=/dev/null || rc=1
 	wait $v || rc=1
 	zc_moved remote_invalidates rdma_writes rdma_reads || rc=1
@@ -490,7 +490,7 @@ zc_inject() {
 	out=$(mktemp)
 	zc_snap
 	echo "${ZC_EVERY:-40}" > "$ZC_PARAMS/$param" || return 1
-	"$TERNADM" bench run "$URI" --json --time "${ZC_SECONDS:-20}" \
+	"$TERNADM" bench run "$URI" --json --time "${ZC_SECONDS:-10}" \
 		--depth 8 --lanes 2 --size 64k --dir both --verify > "$out" 2>&1
 	rc=$?
 	echo 0 > "$ZC_PARAMS/$param"
@@ -618,9 +618,9 @@ ktap_check "zero-copy, 1 in ${ZC_EVERY:-40} requests with a bad rkey: remote acc
 	zc_inject inject_bad_rkey_every injected_bad_rkeys
 ktap_check "zero-copy, 1 in ${ZC_EVERY:-40} requests with a bad descriptor length: protocol errors, lanes reconnect, resent, verified, no error" \
 	zc_inject inject_bad_len_every injected_bad_lens core_proto_errors
-ZC_SECONDS=10 ktap_check "responder replies, 1 in ${ZC_EVERY:-40} to a tid never sent, to tid 0 or with an unknown flag: protocol errors, lanes reconnect, resent, verified, no error" \
+ktap_check "responder replies, 1 in ${ZC_EVERY:-40} to a tid never sent, to tid 0 or with an unknown flag: protocol errors, lanes reconnect, resent, verified, no error" \
 	zc_inject inject_bad_reply_every injected_bad_replies core_proto_errors
-ZC_SECONDS=10 ktap_check "zero-copy replies, 1 in ${ZC_EVERY:-40} claiming a page more data than the buffer: protocol errors, lanes reconnect, resent, verified, no error" \
+ktap_check "zero-copy replies, 1 in ${ZC_EVERY:-40} claiming a page more data than the buffer: protocol errors, lanes reconnect, resent, verified, no error" \
 	zc_inject inject_long_reply_every injected_long_replies core_proto_errors
 ktap_check "zero-copy with 6 MRs of 4 pages per lane: several MRs per request, inline fallback when out of MRs or descriptors, verified, no reconnect or RNR" \
 	zc_few_mrs

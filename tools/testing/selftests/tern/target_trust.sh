@@ -68,12 +68,16 @@ reenable_under_io() {
 	local dev i pid rc=0
 
 	dev=$(cat "$DEVF") && [ -n "$dev" ] || return 1
+	rm -f "$DEVF.stop"
 	(
-		for i in $(seq 300); do
+		i=0
+		until [ -e "$DEVF.stop" ]; do
 			dd if="/dev/$dev" of=/dev/null bs=4k count=8 \
 				skip=$((i % 64 * 8)) iflag=direct status=none \
 				2>/dev/null
+			i=$((i + 1))
 		done
+		echo "$i reads"
 	) &
 	pid=$!
 	for i in $(seq 20); do
@@ -81,7 +85,9 @@ reenable_under_io() {
 			echo 1 > "$CFG/exports/vol0/enable" || rc=1
 		sleep 0.1
 	done
+	touch "$DEVF.stop"
 	wait "$pid"
+	rm -f "$DEVF.stop"
 	echo "$dev: state $(cat "/sys/block/$dev/tern/state")"
 	adm unmap "$dev" || rc=1
 	map_dev vol0 "$SVC0" --lanes 1 > "$DEVF" && [ -s "$DEVF" ] &&
