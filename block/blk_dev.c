@@ -1132,6 +1132,7 @@ static struct tern_blk_dev *tern_blk_find_locked(const struct tern_blk_opts *o)
 	struct tern_blk_dev *dev;
 	int state;
 
+	lockdep_assert_held(&tern_blk_mutex);
 	list_for_each_entry(dev, &tern_blk_devs, entry) {
 		state = atomic_read(&dev->state);
 		if (state == TERN_BLK_FAILED || state == TERN_BLK_DELETING ||

@@ -99,6 +99,7 @@ static bool tern_tgt_bind_unhash_locked(struct tern_tgt_bind *b)
 {
 	struct tern_tgt_sess *ts = b->owner;
 
+	lockdep_assert_held(&tern_tgt_bind_lock);
 	if (!b->hashed)
 		return false;
 	b->hashed = false;
@@ -285,6 +286,7 @@ static void tern_tgt_own_locked(struct tern_tgt_sess *ts,
 	unsigned int limit = clamp(READ_ONCE(max_session_binds), 2U, 1024U);
 	struct tern_tgt_bind *v, *tmp;
 
+	lockdep_assert_held(&tern_tgt_bind_lock);
 	if (b->owner != ts) {
 		list_del_init(&b->entry);
 		if (b->owner) {
@@ -512,6 +514,7 @@ static bool tern_tgt_port_has_locked(struct tern_tgt_port *port,
 {
 	struct tern_tgt_link *link;
 
+	lockdep_assert_held(&tern_tgt_mutex);
 	if (!port || !READ_ONCE(port->enabled))
 		return false;
 	list_for_each_entry(link, &port->links, entry)
@@ -555,6 +558,7 @@ static bool tern_tgt_bind_room_locked(struct list_head *dead)
 {
 	struct tern_tgt_bind *v;
 
+	lockdep_assert_held(&tern_tgt_bind_lock);
 	if (tern_tgt_nr_binds < READ_ONCE(max_binds))
 		return true;
 	v = list_first_entry_or_null(&tern_tgt_orphans, struct tern_tgt_bind,

@@ -300,6 +300,7 @@ EXPORT_SYMBOL_GPL(tern_endpoint_destroy);
 static void tern_ep_handshake_uncount_locked(struct tern_endpoint *ep,
 					     struct tern_peer *peer)
 {
+	lockdep_assert_held(&ep->lock);
 	if (!WARN_ON_ONCE(!ep->nr_handshakes))
 		ep->nr_handshakes--;
 	if (!peer)

@@ -198,6 +198,7 @@ static struct tern_session *tern_server_find_locked(struct tern_endpoint *ep,
 {
 	struct tern_session *sess;
 
+	lockdep_assert_held(&ep->lock);
 	list_for_each_entry(sess, &ep->sessions, ep_entry)
 		if (!sess->requester && sess->id == id)
 			return sess;

@@ -141,6 +141,7 @@ static struct tern_core_lane *tern_pick_lane_locked(struct tern_session *sess,
 	unsigned int n = sess->info.nr_lanes, i;
 	struct tern_core_lane *cl;
 
+	lockdep_assert_held(&sess->lock);
 	if (!sess->nr_live || !n)
 		return NULL;
 	cl = sess->slots[hint % n].lane;
@@ -167,6 +168,7 @@ tern_req_queue_locked(struct tern_session *sess, struct tern_request *req,
 {
 	struct tern_core_lane *cl = tern_pick_lane_locked(sess, req->lane_hint);
 
+	lockdep_assert_held(&sess->lock);
 	if (!cl) {
 		req->lane = NULL;
 		list_add_tail(&req->backlog, &sess->backlog);
@@ -189,6 +191,7 @@ static void tern_req_unlink_locked(struct tern_request *req)
 {
 	struct tern_session *sess = req->sess;
 
+	lockdep_assert_held(&sess->lock);
 	if (hlist_unhashed(&req->hash)) {
 		/* not in flight */
 	} else if (req->reserved) {
@@ -256,6 +259,7 @@ static void tern_session_collect_locked(struct tern_session *sess,
 	struct hlist_node *tmp;
 	unsigned int bkt;
 
+	lockdep_assert_held(&sess->lock);
 	hash_for_each_safe(sess->pending, bkt, tmp, req, hash) {
 		if (req->rx_lane)
 			continue;	/* the receiving lane completes it */
@@ -286,6 +290,7 @@ EXPORT_SYMBOL_GPL(tern_request_init);
 static int tern_throttle_check_locked(struct tern_session *sess,
 				      const struct tern_request *req)
 {
+	lockdep_assert_held(&sess->lock);
 	if (sess->state == TERN_SESS_FAILED || sess->state == TERN_SESS_DEAD)
 		return -ENOTCONN;
 	if (req->reserved)
@@ -514,6 +519,7 @@ static struct tern_request *tern_pending_find_locked(struct tern_session *sess,
 {
 	struct tern_request *req;
 
+	lockdep_assert_held(&sess->lock);
 	hash_for_each_possible(sess->pending, req, hash, tid)
 		if (req->tid == tid)
 			return req;
@@ -676,6 +682,7 @@ static void tern_slot_schedule_locked(struct tern_lane_slot *slot)
 	struct tern_session *sess = slot->sess;
 	unsigned int delay = slot->backoff_ms;
 
+	lockdep_assert_held(&sess->lock);
 	if (sess->destroying)
 		return;
 	slot->backoff_ms = clamp(delay * 2, sess->opts.reconnect_min_ms,
@@ -691,6 +698,7 @@ void tern_session_lane_live_locked(struct tern_session *sess,
 	struct tern_request *req, *tmp;
 	LIST_HEAD(backlog);
 
+	lockdep_assert_held(&sess->lock);
 	WRITE_ONCE(cl->state, TERN_LANE_LIVE);
 	sess->nr_live++;
 	if (sess->state != TERN_SESS_LIVE) {

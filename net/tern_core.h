@@ -9,9 +9,11 @@
  *				backlog, throttle counters, server requests
  *   lane->tx_lock (spinlock)	a lane's transmit queue and current frame
  *
- * The hot path takes sess->lock once per request and once per reply, and
- * lane->tx_lock once per frame; nothing global. Process context only:
- * transports call in from their per-lane workers.
+ * The hot path takes sess->lock three times per request (to queue it, to
+ * find it when its reply's header arrives, to unlink it once the reply is
+ * in) and lane->tx_lock once per frame; nothing global. Process context
+ * only: transports call in from their per-lane workers. A function named
+ * *_locked asserts the lock it needs (lockdep_assert_held()).
  */
 #ifndef _TERN_CORE_H
 #define _TERN_CORE_H
