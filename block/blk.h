@@ -21,7 +21,7 @@
 #define TERN_BLK_DEFAULT_QDEPTH	128
 
 struct tern_blk_opts {
-	char		transport[16];
+	char		transport[TERN_SCHEME_MAX];
 	char		address[48];
 	u16		service;
 	char		export[TERN_BLK_NAME_LEN];

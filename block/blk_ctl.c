@@ -192,10 +192,11 @@ static int tern_blk_parse_one(unsigned int opt, const char *key,
 
 	switch (opt) {
 	case OPT_TRANSPORT:
-		if (strcmp(val, "tcp") && strcmp(val, "rdma")) {
-			pr_err("option transport=%s: expected tcp or rdma\n",
-			       val);
-			return -EINVAL;
+		err = tern_transport_query(val, &v);
+		if (err) {
+			pr_err("option transport=%s: no such tern transport (%d)\n",
+			       val, err);
+			return err;
 		}
 		strscpy(o->transport, val, sizeof(o->transport));
 		return 0;

@@ -117,7 +117,7 @@ struct tern_tgt_port {
 	struct list_head	links;		/* under tern_tgt_mutex */
 
 	struct mutex		lock;		/* configuration, enable */
-	char			transport[16];
+	char			transport[TERN_SCHEME_MAX];
 	char			address[48];
 	u16			service;
 	unsigned int		max_lanes;	/* 0: TERN_WIRE_MAX_LANES */

@@ -544,13 +544,16 @@ static ssize_t tern_tgt_port_transport_store(struct config_item *item,
 					     const char *page, size_t count)
 {
 	struct tern_tgt_port *port = to_port(item);
-	char buf[16];
+	char buf[TERN_SCHEME_MAX];
+	unsigned int caps;
+	int err;
 
-	if (tern_tgt_value(page, count, buf, sizeof(buf)) ||
-	    (strcmp(buf, "tcp") && strcmp(buf, "rdma"))) {
-		pr_err("port %s: transport must be tcp or rdma\n",
-		       config_item_name(item));
-		return -EINVAL;
+	err = tern_tgt_value(page, count, buf, sizeof(buf)) ? -EINVAL :
+		tern_transport_query(buf, &caps);
+	if (err) {
+		pr_err("port %s: no such tern transport (%d)\n",
+		       config_item_name(item), err);
+		return err;
 	}
 	mutex_lock(&port->lock);
 	if (port->enabled) {
@@ -761,15 +764,18 @@ static int tern_tgt_port_enable(struct tern_tgt_port *port)
 	bool v6 = strchr(port->address, ':');
 	struct tern_listener *lis;
 	struct tern_endpoint *ep;
+	unsigned int caps;
 	char uri[96];
 
 	if (!port->address[0]) {
 		pr_err("port %s: set address before enabling\n", name);
 		return -EINVAL;
 	}
-	if (port->require_encrypt && strcmp(port->transport, "tcp")) {
-		pr_err("port %s: only tcp encrypts; require_encrypt would refuse every client\n",
-		       name);
+	if (port->require_encrypt &&
+	    (tern_transport_query(port->transport, &caps) ||
+	     !(caps & TERN_TRANSPORT_ENCRYPTS))) {
+		pr_err("port %s: %s does not encrypt; require_encrypt would refuse every client\n",
+		       name, port->transport);
 		return -EINVAL;
 	}
 	snprintf(uri, sizeof(uri), "%s://%s%s%s:%u", port->transport,

@@ -63,6 +63,19 @@ static int tern_parse_host(const char *host, size_t len,
 	return 0;
 }
 
+/* A transport's name: 1 to TERN_SCHEME_MAX - 1 lower-case letters and digits. */
+bool tern_scheme_valid(const char *name, size_t len)
+{
+	size_t i;
+
+	if (!len || len >= TERN_SCHEME_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!islower(name[i]) && !isdigit(name[i]))
+			return false;
+	return true;
+}
+
 /**
  * tern_parse_uri - parse "scheme://host[:port]"
  * @uri: NUL-terminated URI
@@ -76,7 +89,7 @@ int tern_parse_uri(const char *uri, char *scheme, size_t scheme_len,
 		   struct sockaddr_storage *addr)
 {
 	const char *sep, *host, *port_sep;
-	size_t len, i, host_len;
+	size_t len, host_len;
 	u16 port = TERN_DEFAULT_PORT;
 	int ret;
 
@@ -87,14 +100,11 @@ int tern_parse_uri(const char *uri, char *scheme, size_t scheme_len,
 		return -EINVAL;
 
 	sep = strstr(uri, "://");
-	if (!sep || sep == uri || (size_t)(sep - uri) >= scheme_len)
+	if (!sep || (size_t)(sep - uri) >= scheme_len ||
+	    !tern_scheme_valid(uri, sep - uri))
 		return -EINVAL;
-	for (i = 0; uri + i < sep; i++) {
-		if (!islower(uri[i]) && !isdigit(uri[i]))
-			return -EINVAL;
-		scheme[i] = uri[i];
-	}
-	scheme[i] = '\0';
+	memcpy(scheme, uri, sep - uri);
+	scheme[sep - uri] = '\0';
 
 	host = sep + 3;
 	len = strlen(host);

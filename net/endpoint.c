@@ -398,7 +398,7 @@ struct tern_listener *tern_listen(struct tern_endpoint *ep, const char *uri)
 {
 	const struct tern_transport_ops *tops;
 	struct tern_listener *lis;
-	char scheme[16];
+	char scheme[TERN_SCHEME_MAX];
 	int err;
 
 	lis = kzalloc(sizeof(*lis), GFP_KERNEL);

@@ -209,6 +209,32 @@ void tern_transport_put(const struct tern_transport_ops *tops)
 	module_put(tops->owner);
 }
 
+/**
+ * tern_transport_query - is there such a transport, and what can it do
+ * @name: scheme, e.g. "tcp"
+ * @caps: set to TERN_TRANSPORT_* flags
+ *
+ * Loads the transport's module if need be, as a connect or a listen
+ * would, so that a ULP refuses a setting when it is made rather than at
+ * its first use, and names no transport itself.
+ *
+ * Return: 0, -EINVAL for a malformed name, or -EPROTONOSUPPORT.
+ */
+int tern_transport_query(const char *name, unsigned int *caps)
+{
+	const struct tern_transport_ops *ops;
+
+	if (!tern_scheme_valid(name, strnlen(name, TERN_SCHEME_MAX)))
+		return -EINVAL;
+	ops = tern_transport_get(name);
+	if (!ops)
+		return -EPROTONOSUPPORT;
+	*caps = ops->encrypt ? TERN_TRANSPORT_ENCRYPTS : 0;
+	tern_transport_put(ops);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_transport_query);
+
 /* Every lane's counters since the module loaded, whatever became of it. */
 struct tern_stats __percpu *tern_total_stats;
 

@@ -1283,7 +1283,7 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 	struct sockaddr_storage addr;
 	struct tern_session_opts o;
 	struct tern_session *sess;
-	char scheme[16];
+	char scheme[TERN_SCHEME_MAX];
 	long left;
 	int err;
 

@@ -367,6 +367,7 @@ static inline void tern_obj_dec(enum tern_obj obj)
 /* main.c */
 const struct tern_transport_ops *tern_transport_get(const char *name);
 void tern_transport_put(const struct tern_transport_ops *tops);
+bool tern_scheme_valid(const char *name, size_t len);
 extern unsigned int tern_inject_fail_every;
 bool tern_inject_fault(void);
 bool tern_inject_crc(void);

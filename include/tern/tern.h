@@ -398,6 +398,11 @@ void tern_data_page_free(struct page *page);
 int tern_parse_uri(const char *uri, char *scheme, size_t scheme_len,
 		   struct sockaddr_storage *addr);
 
+/* What a transport can do, for a ULP that checks its settings early. */
+#define TERN_TRANSPORT_ENCRYPTS	BIT(0)	/* encrypt= and require_encrypt */
+#define TERN_SCHEME_MAX		16	/* with its NUL */
+int tern_transport_query(const char *name, unsigned int *caps);
+
 /* Authentication, Documentation/protocol.rst "Authentication" */
 #define TERN_KEY_PREFIX		"TERNKEY-1:"
 /* "TERNKEY-1:" + base64 of key and CRC32C (48) + ":" */

@@ -87,6 +87,7 @@ configfs_validation() {
 	echo /dev/null > "$e/device_path" || rc=1
 	must_fail "enable a character device" sh -c "echo 1 > $e/enable" || rc=1
 	must_fail "transport udp" sh -c "echo udp > $p/transport" || rc=1
+	must_fail "transport ../tcp" sh -c "echo ../tcp > $p/transport" || rc=1
 	must_fail "address hostname" sh -c "echo localhost > $p/address" || rc=1
 	must_fail "address 300.1.1.1" sh -c "echo 300.1.1.1 > $p/address" || rc=1
 	must_fail "service 0" sh -c "echo 0 > $p/service" || rc=1
@@ -403,6 +404,7 @@ bad_maps() {
 		"$AT,export=vol0,queue_depth=99999" \
 		"$AT,export=vol0,crc=2" \
 		"address=$ADDR,service=$SVC,export=vol0,transport=udp" \
+		"address=$ADDR,service=$SVC,export=vol0,transport=../tcp" \
 		"$AT,export=vol0,,lanes=1" \
 		"$AT,export=" \
 		"$AT,export=a/b" \
