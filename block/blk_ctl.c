@@ -19,9 +19,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/ctype.h>
 #include <linux/fs.h>
-#include <linux/inet.h>
 #include <linux/key.h>
 #include <keys/user-type.h>
 #include <linux/miscdevice.h>
@@ -29,6 +27,7 @@
 #include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/utsname.h>
+#include <tern/blk_names.h>
 #include "blk.h"
 
 enum {
@@ -68,18 +67,6 @@ static const struct tern_blk_opt {
 	[OPT_DUPLICATE]		= { "duplicate",	"%d" },
 };
 
-static bool tern_blk_name_ok(const char *s)
-{
-	size_t len = strlen(s), i;
-
-	if (!len || len >= TERN_BLK_NAME_LEN)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!isalnum(s[i]) && !strchr("._:-", s[i]))
-			return false;
-	return true;
-}
-
 static int tern_blk_uint(const char *key, const char *val, unsigned int lo,
 			 unsigned int hi, unsigned int *out)
 {
@@ -110,20 +97,8 @@ static int tern_blk_bool(const char *key, const char *val, bool *out)
  */
 static int tern_blk_address(const char *val, struct tern_blk_opts *o)
 {
-	size_t len = strlen(val);
-	const char *end;
-	u8 addr[16];
-
-	if (len && len < sizeof(o->address) &&
-	    in4_pton(val, len, addr, -1, &end) == 1 && end == val + len) {
-		snprintf(o->address, sizeof(o->address), "%pI4", addr);
+	if (!tern_addr_canon(val, o->address, sizeof(o->address)))
 		return 0;
-	}
-	if (len && len < sizeof(o->address) &&
-	    in6_pton(val, len, addr, -1, &end) == 1 && end == val + len) {
-		snprintf(o->address, sizeof(o->address), "%pI6c", addr);
-		return 0;
-	}
 	pr_err("option address=%s: expected a numeric IPv4 or IPv6 address\n",
 	       val);
 	return -EINVAL;

@@ -16,9 +16,9 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ctype.h>
-#include <linux/inet.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <tern/blk_names.h>
 #include "target.h"
 
 /* Protects the export and port lists and every port's links. */
@@ -46,18 +46,6 @@ static int tern_tgt_value(const char *page, size_t count, char *buf,
 	memcpy(buf, page, len);
 	buf[len] = '\0';
 	return 0;
-}
-
-static bool tern_tgt_valid_name(const char *s, size_t max)
-{
-	size_t len = strlen(s), i;
-
-	if (!len || len >= max)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!isalnum(s[i]) && !strchr("._:-", s[i]))
-			return false;
-	return true;
 }
 
 /* ---- exports ---- */
@@ -228,7 +216,7 @@ static ssize_t tern_tgt_export_allowed_hosts_store(struct config_item *item,
 	while ((tok = strsep(&p, ",\n\t "))) {
 		if (!*tok)
 			continue;
-		if (!tern_tgt_valid_name(tok, TERN_BLK_NAME_LEN)) {
+		if (!tern_blk_name_ok(tok)) {
 			pr_err("export %s: bad host id '%.64s' (1-63 of [A-Za-z0-9._:-])\n",
 			       name, tok);
 			goto out;
@@ -458,7 +446,7 @@ static struct config_group *tern_tgt_exports_make(struct config_group *group,
 {
 	struct tern_tgt_export *exp;
 
-	if (!tern_tgt_valid_name(name, TERN_BLK_NAME_LEN)) {
+	if (!tern_blk_name_ok(name)) {
 		pr_err("export name '%.64s' must be 1-63 of [A-Za-z0-9._:-]\n",
 		       name);
 		return ERR_PTR(-EINVAL);
@@ -582,17 +570,9 @@ static ssize_t tern_tgt_port_address_store(struct config_item *item,
 {
 	struct tern_tgt_port *port = to_port(item);
 	char buf[sizeof(port->address)];
-	u8 addr[16];
-	const char *end;
-	size_t len;
 
-	if (tern_tgt_value(page, count, buf, sizeof(buf)))
-		goto bad;
-	len = strlen(buf);
-	if (!len)
-		goto bad;
-	if (!(in4_pton(buf, len, addr, -1, &end) == 1 && end == buf + len) &&
-	    !(in6_pton(buf, len, addr, -1, &end) == 1 && end == buf + len))
+	if (tern_tgt_value(page, count, buf, sizeof(buf)) ||
+	    tern_addr_canon(buf, buf, sizeof(buf)))
 		goto bad;
 	mutex_lock(&port->lock);
 	if (port->enabled) {
@@ -933,7 +913,7 @@ static struct config_group *tern_tgt_ports_make(struct config_group *group,
 {
 	struct tern_tgt_port *port;
 
-	if (!tern_tgt_valid_name(name, TERN_BLK_NAME_LEN)) {
+	if (!tern_blk_name_ok(name)) {
 		pr_err("port name '%.64s' must be 1-63 of [A-Za-z0-9._:-]\n",
 		       name);
 		return ERR_PTR(-EINVAL);

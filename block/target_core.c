@@ -18,7 +18,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/ctype.h>
 #include <linux/debugfs.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -26,6 +25,7 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
+#include <tern/blk_names.h>
 #include "target.h"
 
 static unsigned int orphan_timeout = 300;
@@ -492,18 +492,15 @@ static bool tern_tgt_track_write(struct tern_tgt_bind *b,
 	return first;
 }
 
+/* A name from the wire: the rule, and NUL padded to the field's end. */
 static bool tern_tgt_name_ok(const char *s)
 {
-	size_t len = strnlen(s, TERN_BLK_NAME_LEN);
 	size_t i;
 
-	if (!len || len == TERN_BLK_NAME_LEN)
+	if (!tern_blk_name_ok(s))
 		return false;
-	for (i = len; i < TERN_BLK_NAME_LEN; i++)
+	for (i = strlen(s); i < TERN_BLK_NAME_LEN; i++)
 		if (s[i])
-			return false;	/* NUL padded */
-	for (i = 0; i < len; i++)
-		if (!isalnum(s[i]) && !strchr("._:-", s[i]))
 			return false;
 	return true;
 }

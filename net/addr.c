@@ -63,6 +63,36 @@ static int tern_parse_host(const char *host, size_t len,
 	return 0;
 }
 
+/**
+ * tern_addr_canon - a numeric address in its one spelling
+ * @text: an IPv4 or IPv6 address, without brackets, port or scope
+ * @out: receives it as "%pI4" or "%pI6c" prints it
+ * @size: bytes at @out
+ *
+ * So that "10.0.0.01" or "0:0::1" name what "10.0.0.1" or "::1" does
+ * wherever addresses are compared or shown.
+ *
+ * Return: 0, or -EINVAL for anything else, or when @out is too small.
+ */
+int tern_addr_canon(const char *text, char *out, size_t size)
+{
+	size_t len = strnlen(text, INET6_ADDRSTRLEN);
+	const char *end;
+	u8 addr[16];
+	int n;
+
+	if (!len || len == INET6_ADDRSTRLEN)
+		return -EINVAL;
+	if (in4_pton(text, len, addr, -1, &end) == 1 && end == text + len)
+		n = snprintf(out, size, "%pI4", addr);
+	else if (in6_pton(text, len, addr, -1, &end) == 1 && end == text + len)
+		n = snprintf(out, size, "%pI6c", addr);
+	else
+		return -EINVAL;
+	return n < size ? 0 : -EINVAL;
+}
+EXPORT_SYMBOL_GPL(tern_addr_canon);
+
 /* A transport's name: 1 to TERN_SCHEME_MAX - 1 lower-case letters and digits. */
 bool tern_scheme_valid(const char *name, size_t len)
 {

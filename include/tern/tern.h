@@ -397,6 +397,7 @@ void tern_data_page_free(struct page *page);
 
 int tern_parse_uri(const char *uri, char *scheme, size_t scheme_len,
 		   struct sockaddr_storage *addr);
+int tern_addr_canon(const char *text, char *out, size_t size);
 
 /* What a transport can do, for a ULP that checks its settings early. */
 #define TERN_TRANSPORT_ENCRYPTS	BIT(0)	/* encrypt= and require_encrypt */

@@ -112,6 +112,9 @@ configfs_validation() {
 	must_fail "change max_queue_depth while enabled" \
 		sh -c "echo 8 > $CFG/ports/p0/max_queue_depth" || rc=1
 	[ "$(cat "$CFG/exports/vol0/device_path")" = /dev/ram0 ] || rc=1
+	# kept as the client spells it, to compare and to show
+	echo 0:0::1 > "$p/address" && [ "$(cat "$p/address")" = ::1 ] ||
+		{ echo "address 0:0::1 reads back as $(cat "$p/address")"; rc=1; }
 	rmdir "$e" "$p" || rc=1
 	return $rc
 }
