@@ -65,6 +65,7 @@
 #include <rdma/rw.h>
 #include <net/net_namespace.h>
 #include <tern/transport.h>
+#include <uapi/tern/tern_rdma_wire.h>
 
 static unsigned int resolve_timeout_ms = 2000;
 module_param(resolve_timeout_ms, uint, 0644);

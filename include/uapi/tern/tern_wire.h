@@ -124,44 +124,11 @@ struct tern_wire_auth {
 	__le32	reserved;	/* zero */
 };
 
-/*
- * RDMA transport framing (tern_rdma.ko). A lane is one RC queue pair;
- * frames travel as a byte stream cut into SEND messages, each starting
- * with this 8-byte transport header. See Documentation/protocol.rst.
- */
-#define TERN_RDMA_MSG_MAGIC	0x5254		/* "TR" read as LE u16 */
-#define TERN_RDMA_CM_MAGIC	0x4d445254	/* "TRDM" read as LE u32 */
-#define TERN_RDMA_VERSION	1
-
-enum tern_rdma_msg_type {
-	TERN_RDMA_MSG_DATA	= 1,	/* header + frame stream bytes */
-	TERN_RDMA_MSG_CREDIT	= 2,	/* header only: a credit grant */
-};
-
-struct tern_rdma_msg_hdr {
-	__le16	magic;		/* TERN_RDMA_MSG_MAGIC */
-	__u8	type;		/* enum tern_rdma_msg_type */
-	__u8	flags;		/* zero */
-	__le16	credits;	/* receive buffers newly posted for the peer */
-	__le16	reserved;	/* zero */
-};
-
-/* rdma_cm private data of the connect request and of the accept. */
-struct tern_rdma_cm_priv {
-	__le32	magic;		/* TERN_RDMA_CM_MAGIC */
-	__le16	version;	/* TERN_RDMA_VERSION */
-	__le16	recv_count;	/* receive buffers posted: initial credits */
-	__le32	buf_size;	/* bytes per receive buffer, header included */
-	__le32	reserved;	/* zero */
-};
-
 #ifdef __KERNEL__
 #include <linux/build_bug.h>
 static_assert(sizeof(struct tern_wire_hdr) == 48);
 static_assert(sizeof(struct tern_wire_hello) == 152);
 static_assert(sizeof(struct tern_wire_auth) == 40);
-static_assert(sizeof(struct tern_rdma_msg_hdr) == 8);
-static_assert(sizeof(struct tern_rdma_cm_priv) == 16);
 static_assert(sizeof(struct tern_wire_rdesc) == 16);
 #endif
 
