@@ -28,7 +28,7 @@ packages=(
 	fio e2fsprogs nvme-cli util-linux procps gnuplot-nox linux-perf
 	keyutils tcpdump
 	udev
-	dpkg-dev build-essential debhelper dh-dkms dkms systemd
+	dpkg-dev build-essential debhelper dh-dkms dkms systemd lintian
 )
 
 log() { echo "deps: $*" >&2; }
