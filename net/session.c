@@ -655,6 +655,8 @@ int tern_session_rx_reply_done(struct tern_core_lane *cl)
 					    cl->name, req->tid);
 			spin_lock_bh(&sess->lock);
 			req->rx_lane = NULL;
+			/* a peer that damages every reply meets max_lane_faults */
+			req->lane_faults++;
 			spin_unlock_bh(&sess->lock);
 			rx->req = NULL;
 			return -EBADMSG;
@@ -1116,10 +1118,11 @@ void tern_session_lane_down(struct tern_session *sess,
 	/*
 	 * Sent, or partly sent, on this lane: resend. A request whose own
 	 * frames keep dying with their lanes (a reply the peer trickles
-	 * until it is cut off, a request the peer drops the lane for) fails
-	 * once max_lane_faults lanes died in the middle of it, instead of
-	 * going round for ever; requests that merely waited on a lane that
-	 * failed are resent however often that happens.
+	 * until it is cut off or sends with a bad data CRC, a request the
+	 * peer drops the lane for) fails once max_lane_faults lanes died in
+	 * the middle of it, instead of going round for ever; requests that
+	 * merely waited on a lane that failed are resent however often that
+	 * happens.
 	 */
 	if (put_req)
 		put_req->lane_faults++;

@@ -108,8 +108,11 @@ ktap_check "injected failures were counted and lanes reconnected" \
 	test "$injected" -gt 0 -a "$reconnects" -gt 0
 
 crc_before=$(counter_sum crc_errors)
-echo 5 > "$PARAMS/inject_crc_every"
-ktap_check "the checks pass again with 1 in 5 data CRCs failing" \
+# A request fails once max_lane_faults (8) of its replies in a row came
+# damaged: at 1 in 5 that happened to one request in some hundred
+# thousand, at 1 in 8 to one in some ten million.
+echo 8 > "$PARAMS/inject_crc_every"
+ktap_check "the checks pass again with 1 in 8 data CRCs failing" \
 	sh -c "echo 1 > $RERUN"
 echo 0 > "$PARAMS/inject_crc_every"
 crc_after=$(counter_sum crc_errors)
