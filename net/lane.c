@@ -859,6 +859,56 @@ static void tern_lane_ka_work(struct work_struct *work)
 				 msecs_to_jiffies(ka_interval));
 }
 
+const char *const tern_lane_state_names[] = {
+	[TERN_LANE_CONNECTING]	= "connecting",
+	[TERN_LANE_HANDSHAKE]	= "handshake",
+	[TERN_LANE_LIVE]	= "live",
+	[TERN_LANE_DEAD]	= "dead",
+};
+
+/* The moves a lane makes (design.rst, "Lane and session states"). */
+static const u8 tern_lane_moves[] = {
+	[TERN_LANE_CONNECTING]	= BIT(TERN_LANE_HANDSHAKE) | BIT(TERN_LANE_DEAD),
+	[TERN_LANE_HANDSHAKE]	= BIT(TERN_LANE_LIVE) | BIT(TERN_LANE_DEAD),
+	[TERN_LANE_LIVE]	= BIT(TERN_LANE_DEAD),
+	[TERN_LANE_DEAD]	= 0,
+};
+
+/**
+ * tern_move_ok - may an object go from one state to another
+ * @moves: for each state, a bit for each state it may move to
+ * @names: each state's name
+ * @dead: the final state
+ * @old: the state it is in
+ * @new: the state it is asked to go to
+ * @who: names the object in a warning
+ *
+ * A late move out of @dead is refused without a word (an object raced
+ * with its own end); any other move not in @moves is a bug, refused with
+ * a warning.
+ */
+bool tern_move_ok(const u8 *moves, const char *const *names, unsigned int dead,
+		  unsigned int old, unsigned int new, const char *who)
+{
+	if (old == dead)
+		return false;
+	return !WARN_ONCE(!(moves[old] & BIT(new)), "%s: %s -> %s is no move\n",
+			  who, names[old], names[new]);
+}
+
+/**
+ * tern_lane_move - the one place a lane changes state
+ * @cl: the lane, held by whoever owns it at this stage (its creator, its
+ *	transport's accept, sess->lock once bound, its teardown)
+ * @new: the state it moves to, if tern_move_ok() agrees
+ */
+void tern_lane_move(struct tern_core_lane *cl, enum tern_lane_state new)
+{
+	if (tern_move_ok(tern_lane_moves, tern_lane_state_names, TERN_LANE_DEAD,
+			 READ_ONCE(cl->state), new, cl->name))
+		WRITE_ONCE(cl->state, new);
+}
+
 static void tern_lane_rx_cleanup(struct tern_core_lane *cl)
 {
 	struct tern_lane_rx *rx = &cl->pub.rx;
@@ -904,7 +954,7 @@ static void tern_lane_teardown_work(struct work_struct *work)
 		INIT_LIST_HEAD(&cl->tx_queue);
 		cl->tx_cur = NULL;
 		spin_unlock_bh(&cl->tx_lock);
-		WRITE_ONCE(cl->state, TERN_LANE_DEAD);
+		tern_lane_move(cl, TERN_LANE_DEAD);
 	}
 	tern_endpoint_lane_gone(cl->ep, cl);
 	tern_lane_put(cl);	/* the creator's reference */
@@ -1013,7 +1063,7 @@ void tern_lane_start(struct tern_lane *lane)
 {
 	struct tern_core_lane *cl = to_core_lane(lane);
 
-	WRITE_ONCE(cl->state, TERN_LANE_HANDSHAKE);
+	tern_lane_move(cl, TERN_LANE_HANDSHAKE);
 	tern_lane_arm_keepalive(cl, READ_ONCE(tern_handshake_timeout_ms));
 }
 EXPORT_SYMBOL_GPL(tern_lane_start);

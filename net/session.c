@@ -95,6 +95,49 @@ void tern_session_event(struct tern_session *sess,
 static void tern_slot_connect_work(struct work_struct *work);
 static void tern_session_loss_work(struct work_struct *work);
 
+static const char *const tern_sess_state_names[] = {
+	[TERN_SESS_CONNECTING]	 = "connecting",
+	[TERN_SESS_LIVE]	 = "live",
+	[TERN_SESS_RECONNECTING] = "reconnecting",
+	[TERN_SESS_FAILED]	 = "failed",
+	[TERN_SESS_DEAD]	 = "dead",
+};
+
+/*
+ * The moves a session makes (design.rst, "Lane and session states").
+ * Only a requester's session reconnects, fails and dies by
+ * tern_session_destroy(); a responder's goes from CONNECTING to LIVE
+ * and is freed when its last lane has gone.
+ */
+static const u8 tern_session_moves[] = {
+	[TERN_SESS_CONNECTING]	 = BIT(TERN_SESS_LIVE) | BIT(TERN_SESS_DEAD),
+	[TERN_SESS_LIVE]	 = BIT(TERN_SESS_RECONNECTING) |
+				   BIT(TERN_SESS_DEAD),
+	[TERN_SESS_RECONNECTING] = BIT(TERN_SESS_LIVE) | BIT(TERN_SESS_FAILED) |
+				   BIT(TERN_SESS_DEAD),
+	[TERN_SESS_FAILED]	 = BIT(TERN_SESS_LIVE) | BIT(TERN_SESS_DEAD),
+	[TERN_SESS_DEAD]	 = 0,
+};
+
+/*
+ * The one place a session changes state, if tern_move_ok() agrees (a
+ * lane admitted while the session is destroyed finds it DEAD, and leaves
+ * it so). Return: whether the session made the move.
+ */
+static bool tern_session_move_locked(struct tern_session *sess,
+				     enum tern_session_state new)
+{
+	char who[32];
+
+	lockdep_assert_held(&sess->lock);
+	snprintf(who, sizeof(who), "tern: session %llx", sess->id);
+	if (!tern_move_ok(tern_session_moves, tern_sess_state_names,
+			  TERN_SESS_DEAD, sess->state, new, who))
+		return false;
+	WRITE_ONCE(sess->state, new);
+	return true;
+}
+
 struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 					bool requester, unsigned int nr_slots)
 {
@@ -116,6 +159,7 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 	kref_init(&sess->ref);
 	sess->ep = ep;
 	sess->requester = requester;
+	sess->state = TERN_SESS_CONNECTING;
 	sess->nr_slots = nr_slots;
 	spin_lock_init(&sess->lock);
 	hash_init(sess->pending);
@@ -701,10 +745,10 @@ void tern_session_lane_live_locked(struct tern_session *sess,
 	LIST_HEAD(backlog);
 
 	lockdep_assert_held(&sess->lock);
-	WRITE_ONCE(cl->state, TERN_LANE_LIVE);
+	tern_lane_move(cl, TERN_LANE_LIVE);
 	sess->nr_live++;
-	if (sess->state != TERN_SESS_LIVE) {
-		sess->state = TERN_SESS_LIVE;
+	if (sess->state != TERN_SESS_LIVE &&
+	    tern_session_move_locked(sess, TERN_SESS_LIVE)) {
 		cancel_delayed_work(&sess->loss_work);
 		/* Responders get UP once, synchronously, at creation. */
 		if (sess->requester)
@@ -810,7 +854,7 @@ static void tern_slot_connect(struct tern_lane_slot *slot)
 	bound = !sess->destroying && !test_bit(TERN_LANE_F_DYING, &cl->flags);
 	if (bound) {
 		cl->bound = true;
-		WRITE_ONCE(cl->state, TERN_LANE_HANDSHAKE);
+		tern_lane_move(cl, TERN_LANE_HANDSHAKE);
 		slot->lane = cl;
 		sess->nr_lanes++;
 		tern_lane_queue_hello(cl);
@@ -1042,7 +1086,7 @@ static void tern_session_loss_work(struct work_struct *work)
 		spin_unlock_bh(&sess->lock);
 		return;
 	}
-	sess->state = TERN_SESS_FAILED;
+	tern_session_move_locked(sess, TERN_SESS_FAILED);
 	tern_session_collect_locked(sess, &failed);
 	spin_unlock_bh(&sess->lock);
 
@@ -1085,7 +1129,7 @@ void tern_session_lane_down(struct tern_session *sess,
 	    slot && !slot->idx && cl->state == TERN_LANE_HANDSHAKE &&
 	    !READ_ONCE(tern_inject_fail_every))
 		sess->fatal_err = -ECONNRESET;
-	WRITE_ONCE(cl->state, TERN_LANE_DEAD);
+	tern_lane_move(cl, TERN_LANE_DEAD);
 	if (was_live)
 		sess->nr_live--;
 
@@ -1169,7 +1213,7 @@ void tern_session_lane_down(struct tern_session *sess,
 	}
 	if (sess->requester && !sess->nr_live && !sess->destroying &&
 	    sess->state == TERN_SESS_LIVE) {
-		sess->state = TERN_SESS_RECONNECTING;
+		tern_session_move_locked(sess, TERN_SESS_RECONNECTING);
 		sess->down_since = jiffies;
 		if (sess->opts.loss_timeout_ms != TERN_LOSS_TIMEOUT_NEVER)
 			mod_delayed_work(tern_wq, &sess->loss_work,
@@ -1378,7 +1422,7 @@ void tern_session_destroy(struct tern_session *sess)
 
 	spin_lock_bh(&sess->lock);
 	sess->destroying = true;
-	sess->state = TERN_SESS_DEAD;
+	tern_session_move_locked(sess, TERN_SESS_DEAD);
 	spin_unlock_bh(&sess->lock);
 	wake_up_all(&sess->wait);
 
@@ -1559,21 +1603,6 @@ struct tern_endpoint *tern_session_endpoint(struct tern_session *sess)
 	return sess->ep;
 }
 EXPORT_SYMBOL_GPL(tern_session_endpoint);
-
-static const char *const tern_sess_state_names[] = {
-	[TERN_SESS_CONNECTING]	 = "connecting",
-	[TERN_SESS_LIVE]	 = "live",
-	[TERN_SESS_RECONNECTING] = "reconnecting",
-	[TERN_SESS_FAILED]	 = "failed",
-	[TERN_SESS_DEAD]	 = "dead",
-};
-
-static const char *const tern_lane_state_names[] = {
-	[TERN_LANE_CONNECTING]	= "connecting",
-	[TERN_LANE_HANDSHAKE]	= "handshake",
-	[TERN_LANE_LIVE]	= "live",
-	[TERN_LANE_DEAD]	= "dead",
-};
 
 static const struct {
 	const char	*name;

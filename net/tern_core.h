@@ -162,7 +162,7 @@ struct tern_core_lane {
 	bool			bound;		/* counted in sess->nr_lanes */
 	bool			counted_handshake; /* in ep->nr_handshakes */
 	struct tern_peer	*peer;		/* its handshake counted there */
-	int			state;		/* enum tern_lane_state */
+	enum tern_lane_state	state;		/* tern_lane_move() */
 	unsigned long		flags;
 	int			error;
 	char			name[80];
@@ -235,7 +235,7 @@ struct tern_session {
 	void				*priv;
 
 	spinlock_t			lock;		/* see top of file */
-	int				state;
+	enum tern_session_state		state;		/* tern_session_move_locked() */
 	bool				destroying;
 	bool				negotiated;
 	int				fatal_err;	/* handshake refused */
@@ -253,7 +253,6 @@ struct tern_session {
 	u64				inflight_bytes;
 	wait_queue_head_t		wait;
 	struct delayed_work		loss_work;
-	bool				loss_armed;
 	unsigned long			down_since;	/* jiffies: RECONNECTING */
 
 	atomic_t			nr_srv_reqs;
@@ -367,6 +366,10 @@ static inline void tern_obj_dec(enum tern_obj obj)
 /* main.c */
 const struct tern_transport_ops *tern_transport_get(const char *name);
 void tern_transport_put(const struct tern_transport_ops *tops);
+bool tern_move_ok(const u8 *moves, const char *const *names, unsigned int dead,
+		  unsigned int old, unsigned int new, const char *who);
+void tern_lane_move(struct tern_core_lane *cl, enum tern_lane_state new);
+extern const char *const tern_lane_state_names[];
 bool tern_scheme_valid(const char *name, size_t len);
 extern unsigned int tern_inject_fail_every;
 bool tern_inject_fault(void);
