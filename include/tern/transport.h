@@ -48,6 +48,7 @@
 #ifndef _TERN_TRANSPORT_H
 #define _TERN_TRANSPORT_H
 
+#include <linux/bitops.h>
 #include <linux/module.h>
 #include <linux/socket.h>
 #include <linux/uio.h>
@@ -219,6 +220,48 @@ static inline bool tern_frame_admits(const struct tern_frame *f)
 		return h && !h->status &&
 		       !(le32_to_cpu(h->features) & TERN_FEAT_AUTH);
 	return f->hdr.type == TERN_WIRE_AUTH_ACK && a && !a->status;
+}
+
+/*
+ * Owning a lane's I/O state without waiting: a bit lock (TERN_OWN_BUSY in
+ * a transport's flags word) taken by its worker, a completion handler or
+ * a submitter, whoever comes first. One that finds it taken leaves a
+ * note (TERN_OWN_MISSED); the holder looks for notes after letting go,
+ * and the paired barriers make sure that either the holder sees the note
+ * or the note's writer gets the bit on its retry: no kick is lost.
+ */
+#define TERN_OWN_BUSY		0
+#define TERN_OWN_MISSED		1
+
+static inline bool tern_own_trylock(unsigned long *flags)
+{
+	return !test_and_set_bit_lock(TERN_OWN_BUSY, flags);
+}
+
+/* Take the bit, or leave a note for its holder and return false. */
+static inline bool tern_own_enter(unsigned long *flags)
+{
+	if (tern_own_trylock(flags))
+		return true;
+	set_bit(TERN_OWN_MISSED, flags);
+	/* MISSED before the retry; pairs with tern_own_leave() */
+	smp_mb__after_atomic();
+	return tern_own_trylock(flags);
+}
+
+/* Let go of the bit. Return: whether a note is waiting. */
+static inline bool tern_own_leave(unsigned long *flags)
+{
+	clear_bit_unlock(TERN_OWN_BUSY, flags);
+	/* pairs with the barrier in tern_own_enter() */
+	smp_mb__after_atomic();
+	return test_bit(TERN_OWN_MISSED, flags);
+}
+
+/* Take the note: whoever does gives the work it stands for a run. */
+static inline bool tern_own_take_note(unsigned long *flags)
+{
+	return test_and_clear_bit(TERN_OWN_MISSED, flags);
 }
 
 #endif /* _TERN_TRANSPORT_H */

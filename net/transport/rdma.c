@@ -25,7 +25,7 @@
  * send completions, then run the lane's I/O right there, in process
  * context as the core requires: parse the received bytes, repost receive
  * buffers, copy queued frames into the send ring and post them. Only when
- * someone else runs it (TERN_RDMA_IO_BUSY) do they queue the lane's
+ * someone else runs it (TERN_OWN_BUSY) do they queue the lane's
  * io_work, which also serves kicks from the core. A plain SEND completing
  * is news only when sending stalled on the send ring. Submitters post
  * their own requests (->push). A frame is copied into registered send buffers
@@ -288,15 +288,13 @@ static DEFINE_PER_CPU(struct tern_rdma_counters, tern_rdma_stats);
 #define TERN_RDMA_STAT(f, v)	this_cpu_add(tern_rdma_stats.f, v)
 
 /*
- * tl->io_flags: the lane's I/O runs under TERN_RDMA_IO_BUSY, taken by
- * io_work, by a completion handler or by a submitter, whoever comes
- * first. One that finds it taken sets TERN_RDMA_IO_MISSED and leaves; the
- * holder looks at it after letting go, so the work is never lost: a full
- * runner takes the bit back and runs again, a submitter (which only
- * sends) queues io_work.
+ * tl->io_flags: the lane's I/O runs under TERN_OWN_BUSY (<tern/transport.h>),
+ * taken by io_work, by a completion handler or by a submitter, whoever
+ * comes first. One that finds it taken leaves a note; the holder looks
+ * for it after letting go, so the work is never lost: a full runner takes
+ * the bit back and runs again, a submitter (which only sends) queues
+ * io_work.
  */
-#define TERN_RDMA_IO_BUSY	0
-#define TERN_RDMA_IO_MISSED	1
 
 struct tern_rdma_lane {
 	enum tern_rdma_ctx_kind	kind;
@@ -341,7 +339,7 @@ struct tern_rdma_lane {
 	bool			grown;
 	unsigned int		mr_max_pages;
 	unsigned int		sq_size;
-	/* the owner of TERN_RDMA_IO_BUSY: io_work, or a submitter (push) */
+	/* the owner of TERN_OWN_BUSY: io_work, or a submitter (push) */
 	unsigned long		io_flags;
 	struct list_head	ops;		/* every live op */
 	struct list_head	regs;		/* REG ops awaiting their reply */
@@ -362,7 +360,7 @@ struct tern_rdma_lane {
 	u32			tx_chunk;	/* bytes per SEND, header included */
 	u32			peer_recv;	/* the peer's receive buffers */
 
-	/* the owner of TERN_RDMA_IO_BUSY only */
+	/* the owner of TERN_OWN_BUSY only */
 	bool			io_atomic;	/* not io_work: must not sleep */
 	bool			failed;
 	struct list_head	rx_ready;	/* taken from rx_done, in order */
@@ -1464,7 +1462,7 @@ static int tern_rdma_tx_prepare(struct tern_rdma_lane *tl, unsigned int *wrs)
 		/* rdma_rw_ctx_init() may sleep: io_work writes the data */
 		if (tl->io_atomic) {
 			/* a note: the submitter's leaving kicks io_work */
-			set_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
+			set_bit(TERN_OWN_MISSED, &tl->io_flags);
 			return -EAGAIN;
 		}
 		op = tern_rdma_push_prepare(tl, f);
@@ -1706,41 +1704,28 @@ unposted:
 	return ret;
 }
 
-static bool tern_rdma_io_trylock(struct tern_rdma_lane *tl)
-{
-	return !test_and_set_bit_lock(TERN_RDMA_IO_BUSY, &tl->io_flags);
-}
-
-/* Take TERN_RDMA_IO_BUSY, or leave a note for its holder. */
+/* Take the lane's I/O, or leave a note for its holder. */
 static bool tern_rdma_io_enter(struct tern_rdma_lane *tl, bool full)
 {
-	if (!tern_rdma_io_trylock(tl)) {
-		set_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
-		/* MISSED before the retry; pairs with tern_rdma_io_leave() */
-		smp_mb__after_atomic();
-		if (!tern_rdma_io_trylock(tl))
-			return false;
-	}
+	if (!tern_own_enter(&tl->io_flags))
+		return false;
 	/* a full run does whatever any note was for */
 	if (full)
-		clear_bit(TERN_RDMA_IO_MISSED, &tl->io_flags);
+		tern_own_take_note(&tl->io_flags);
 	return true;
 }
 
 /*
- * Let go of TERN_RDMA_IO_BUSY. Return: true when a full runner (@full)
+ * Let go of the lane's I/O. Return: true when a full runner (@full)
  * holds it again because someone left a note: run again.
  */
 static bool tern_rdma_io_leave(struct tern_rdma_lane *tl, bool full)
 {
-	clear_bit_unlock(TERN_RDMA_IO_BUSY, &tl->io_flags);
-	/* pairs with the barrier in tern_rdma_io_enter() */
-	smp_mb__after_atomic();
-	if (!test_bit(TERN_RDMA_IO_MISSED, &tl->io_flags))
+	if (!tern_own_leave(&tl->io_flags))
 		return false;
 	if (full)
 		return tern_rdma_io_enter(tl, true);
-	if (test_and_clear_bit(TERN_RDMA_IO_MISSED, &tl->io_flags))
+	if (tern_own_take_note(&tl->io_flags))
 		tern_rdma_kick_tl(tl);
 	return false;
 }
@@ -1785,7 +1770,7 @@ fail:
 }
 
 /*
- * With TERN_RDMA_IO_BUSY held: run the lane's I/O, and again for the notes
+ * With TERN_OWN_BUSY held: run the lane's I/O, and again for the notes
  * left meanwhile, but a few times at most: then io_work goes on, so a
  * completion handler cannot be kept from the CQ's other lanes.
  */
@@ -1796,7 +1781,7 @@ static void tern_rdma_io_run(struct tern_rdma_lane *tl)
 	do {
 		tern_rdma_io_steps(tl);
 		if (!--rounds) {
-			clear_bit_unlock(TERN_RDMA_IO_BUSY, &tl->io_flags);
+			clear_bit_unlock(TERN_OWN_BUSY, &tl->io_flags);
 			tern_rdma_kick_tl(tl);
 			return;
 		}
@@ -2572,7 +2557,7 @@ static void tern_rdma_flush_refusal(struct tern_rdma_lane *tl)
 
 	if (!tl->accepted || tl->grown || !tl->qp_created)
 		return;
-	while (test_bit(TERN_RDMA_IO_BUSY, &tl->io_flags) &&
+	while (test_bit(TERN_OWN_BUSY, &tl->io_flags) &&
 	       time_before(jiffies, end))
 		usleep_range(100, 200);
 	/* acquire pairs with the release in tern_rdma_send_done() */

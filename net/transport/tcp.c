@@ -19,7 +19,7 @@
  * Locking: nothing global on the data path. sk->sk_callback_lock guards
  * sk_user_data against shutdown; receive state of a lane is touched only
  * by its io_work (a work item never runs concurrently with itself),
- * transmit state only by the holder of TERN_TCP_TX_BUSY. Shutdown
+ * transmit state only by the holder of its TERN_OWN_BUSY. Shutdown
  * restores the original callbacks, then cancels io_work synchronously,
  * then releases the socket (the core has waited for ->push callers).
  * Listeners accept from a work item queued by the listening socket's
@@ -86,7 +86,7 @@ struct tern_tcp_lane {
 	struct work_struct	io_work;
 	bool			stopped;	/* under sk_callback_lock */
 	bool			failed;
-	unsigned long		tx_flags;	/* TERN_TCP_TX_* */
+	unsigned long		tx_flags;	/* TERN_OWN_* */
 
 	void			(*saved_data_ready)(struct sock *sk);
 	void			(*saved_write_space)(struct sock *sk);
@@ -336,24 +336,13 @@ static int tern_tcp_send_data(struct tern_tcp_lane *tl, bool more)
 }
 
 /*
- * Transmit state is owned by whoever holds TERN_TCP_TX_BUSY: io_work, or a
- * submitter in ->push. io_work that finds it taken sets TERN_TCP_TX_MISSED
- * and the holder requeues it on release, so no kick is lost.
+ * Transmit state is owned by whoever holds TERN_OWN_BUSY in tx_flags
+ * (<tern/transport.h>): io_work, or a submitter in ->push. io_work that
+ * finds it taken leaves a note, and the holder requeues it on release.
  */
-#define TERN_TCP_TX_BUSY	0
-#define TERN_TCP_TX_MISSED	1
-
-static bool tern_tcp_tx_trylock(struct tern_tcp_lane *tl)
-{
-	return !test_and_set_bit_lock(TERN_TCP_TX_BUSY, &tl->tx_flags);
-}
-
 static void tern_tcp_tx_unlock(struct tern_tcp_lane *tl)
 {
-	clear_bit_unlock(TERN_TCP_TX_BUSY, &tl->tx_flags);
-	/* pairs with the barrier in tern_tcp_send_some() */
-	smp_mb__after_atomic();
-	if (test_and_clear_bit(TERN_TCP_TX_MISSED, &tl->tx_flags))
+	if (tern_own_leave(&tl->tx_flags) && tern_own_take_note(&tl->tx_flags))
 		queue_work(tern_tcp_wq, &tl->io_work);
 }
 
@@ -428,14 +417,10 @@ static int tern_tcp_send_some(struct tern_tcp_lane *tl)
 {
 	int ret;
 
-	if (!tern_tcp_tx_trylock(tl)) {
-		set_bit(TERN_TCP_TX_MISSED, &tl->tx_flags);
-		/* MISSED before the retry; pairs with tern_tcp_tx_unlock() */
-		smp_mb__after_atomic();
-		if (!tern_tcp_tx_trylock(tl))
-			return 0;
-		clear_bit(TERN_TCP_TX_MISSED, &tl->tx_flags);
-	}
+	if (!tern_own_enter(&tl->tx_flags))
+		return 0;
+	/* this is the run any note asked for */
+	tern_own_take_note(&tl->tx_flags);
 	ret = tern_tcp_send_step(tl);
 	tern_tcp_tx_unlock(tl);
 	return ret;
@@ -491,7 +476,7 @@ static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 	int ret = 0;
 
 	if (!can_sleep || !READ_ONCE(direct_send) ||
-	    !tern_tcp_tx_trylock(tl)) {
+	    !tern_own_trylock(&tl->tx_flags)) {
 		queue_work(tern_tcp_wq, &tl->io_work);
 		return;
 	}
