@@ -490,7 +490,7 @@ zc_inject() {
 	out=$(mktemp)
 	zc_snap
 	echo "${ZC_EVERY:-40}" > "$ZC_PARAMS/$param" || return 1
-	"$TERNADM" bench run "$URI" --json --time "${ZC_SECONDS:-10}" \
+	"$TERNADM" bench run "$URI" --json --time "${ZC_SECONDS:-6}" \
 		--depth 8 --lanes 2 --size 64k --dir both --verify > "$out" 2>&1
 	rc=$?
 	echo 0 > "$ZC_PARAMS/$param"
@@ -546,12 +546,12 @@ zc_few_mrs() {
 	return $bad
 }
 
-# zc_refs_run SIZE: a verified 3 s bench run of SIZE both ways; echo how
+# zc_refs_run SIZE: a verified 2 s bench run of SIZE both ways; echo how
 # many frames' inline data went from their own pages, and bytes per frame
 zc_refs_run() {
 	local refs bytes
 	zc_snap
-	zc_verified "$1" --time 3 --depth 16 --lanes 2 >&2 || return 1
+	zc_verified "$1" --time 2 --depth 16 --lanes 2 >&2 || return 1
 	refs=$(zc_delta inline_refs) bytes=$(zc_delta inline_ref_bytes)
 	echo "$refs $((refs ? bytes / refs : 0))"
 }
@@ -573,7 +573,7 @@ zc_inline_refs() {
 	echo 1024 > "$ZC_PARAMS/inline_copy_max"
 	echo "4k, inline_copy_max=65536: $r"
 	[ "${r% *}" = 0 ] || bad=1
-	zc_verified 4k --time 3 --depth 16 --lanes 2 --crc || bad=1
+	zc_verified 4k --time 2 --depth 16 --lanes 2 --crc || bad=1
 	return $bad
 }
 
@@ -586,7 +586,7 @@ zc_small_rings() {
 	zc_reload send_depth=8 recv_depth=8 || return 1
 	zc_snap
 	for s in 4k 64k; do
-		zc_verified "$s" --time 5 --depth 32 --lanes 2 || bad=1
+		zc_verified "$s" --time 3 --depth 32 --lanes 2 || bad=1
 	done
 	zc_moved unsignaled_sends credit_stalls || bad=1
 	zc_quiet || bad=1
