@@ -8,6 +8,7 @@
 #   make demo          the block device demo in the guest
 #   make bench         benchmarks in the guest (not part of check)
 #   make soak          SOAK_MINUTES (60) of verified I/O under faults
+#   make smoke-stock   map, fio verify, unmap on Debian's stock kernel (6.1)
 #   make deps          install what the above need (idempotent)
 #   make install       modules_install + tools into DESTDIR/PREFIX
 #   make dkms-source   the DKMS tree into DESTDIR/usr/src/tern-VERSION
@@ -57,7 +58,7 @@ SOAK_ROUND ?= 120
 SOAK_FAIL_EVERY ?= 2000
 
 .PHONY: all modules tools deps deps-if-missing check demo bench soak install clean help
-.PHONY: dkms-source deb
+.PHONY: dkms-source deb smoke-stock
 
 all: modules tools
 
@@ -84,6 +85,11 @@ bench: deps-if-missing
 	$(MAKE) KDIR=$(GUEST_KDIR) all
 	tools/bench/run
 
+# tern on Debian's stock kernel at run time (tools/testing/smoke-stock)
+smoke-stock: deps-if-missing
+	$(MAKE) KDIR=$(GUEST_KDIR) tools
+	tools/testing/smoke-stock
+
 soak: deps-if-missing
 	$(MAKE) KDIR=$(GUEST_KDIR) all
 	tools/testing/vm/run --rdma --name soak --mem 3072 \
@@ -108,7 +114,7 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n "3,19p" Makefile | sed 's/^# \{0,1\}//'
+	@sed -n "3,20p" Makefile | sed 's/^# \{0,1\}//'
 
 print-%:
 	@echo '$($*)'

@@ -12,8 +12,10 @@
 # Writes $TERN_CACHE/kver (the guest kernel) and $TERN_CACHE/kvers (every
 # kernel to build for, one a line, the guest's first).
 #
-# Usage: deps.sh [--if-missing | --print-kver]
-#   --if-missing  do nothing, quickly, when everything is already there
+# Usage: deps.sh [--if-missing | --print-kver | --stock-kernel]
+#   --if-missing    do nothing, quickly, when everything is already there
+#   --stock-kernel  also fetch the stock kernel's image (make smoke-stock
+#                   boots it); print its version
 set -euo pipefail
 
 TERN_CACHE=${TERN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tern}
@@ -162,6 +164,11 @@ main() {
 	echo "$kver" > "$TERN_CACHE/kver"
 	resolve_kvers > "$TERN_CACHE/kvers"
 	log "ready: guest kernel $kver in $TERN_CACHE/$kver"
+	if [ "${1:-}" = "--stock-kernel" ]; then
+		kver=$(resolve_headers "$STOCK_HEADERS")
+		fetch_guest_kernel "$kver"
+		echo "$kver"
+	fi
 }
 
 main "$@"

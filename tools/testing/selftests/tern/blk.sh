@@ -203,26 +203,7 @@ stable_writes() {
 	[ "$a" = 1 ] && [ "$b" = 0 ]
 }
 
-# fio_verify DEV BS IODEPTH SIZE [JOBS]: random writes of BS (a size or
-# a range, 4k-1m), then every block read back and its crc32c checked; a
-# mismatch ends fio with an error. JOBS jobs share SIZE, each on its own
-# slice of the device, so no job overwrites another's blocks.
-fio_verify() {
-	local jobs=${5:-1} bs=--bs size rc
-	case "$2" in *-*) bs=--bsrange ;; esac
-	size=$(($(numfmt --from=iec "$4") / jobs))
-	fio --name=verify --filename="/dev/$1" --direct=1 --ioengine=libaio \
-		--rw=randwrite "$bs=$2" --iodepth="$3" --size="$size" \
-		--numjobs="$jobs" --offset_increment="$size" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1 \
-		--randrepeat=0 --group_reporting \
-		--output-format=terse --terse-version=3 >"$WORK/fio.out" 2>&1
-	rc=$?
-	[ $rc = 0 ] || tail -n 20 "$WORK/fio.out"
-	return $rc
-}
-
-# The verify above can fail: blocks written through DEV with crc32c
+# fio_verify (blk_lib.sh) can fail: blocks written through DEV with crc32c
 # headers pass fio's verify_only pass, and fail it once one block was
 # overwritten on the backing device underneath.
 fio_catches_corruption() {	# DEV BACKING

@@ -4,8 +4,8 @@
 # Helpers shared by the block layer selftests (blk.sh, blk_stress.sh,
 # ternadm.sh, the block part of rdma.sh): the transport and its
 # addresses, mapping and unmapping through /dev/tern-blk-ctl or ternadm,
-# waiting for devices, block and target counters, kmalloc usage. Sourced
-# after ktap.sh.
+# waiting for devices, block and target counters, kmalloc usage, fio
+# verify (its output in the caller's $WORK). Sourced after ktap.sh.
 #
 # Environment:
 #   TRANSPORT     tcp (default) or rdma
@@ -189,4 +189,23 @@ stuck_in_d() {
 		sleep 0.5
 	done
 	echo "$all" | sed '/^$/d'
+}
+
+# fio_verify DEV BS IODEPTH SIZE [JOBS]: random writes of BS (a size or
+# a range, 4k-1m), then every block read back and its crc32c checked; a
+# mismatch ends fio with an error. JOBS jobs share SIZE, each on its own
+# slice of the device, so no job overwrites another's blocks.
+fio_verify() {
+	local jobs=${5:-1} bs=--bs size rc
+	case "$2" in *-*) bs=--bsrange ;; esac
+	size=$(($(numfmt --from=iec "$4") / jobs))
+	fio --name=verify --filename="/dev/$1" --direct=1 --ioengine=libaio \
+		--rw=randwrite "$bs=$2" --iodepth="$3" --size="$size" \
+		--numjobs="$jobs" --offset_increment="$size" \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 \
+		--randrepeat=0 --group_reporting \
+		--output-format=terse --terse-version=3 >"$WORK/fio.out" 2>&1
+	rc=$?
+	[ $rc = 0 ] || tail -n 20 "$WORK/fio.out"
+	return $rc
 }
