@@ -13,6 +13,10 @@
 # share (tern.max_handshakes_per_peer, tern.max_sessions_per_peer) while
 # another (127.0.0.1) still connects and runs verified I/O, and every
 # per-address count goes back to 0.
+#
+# FLOOD_SESSIONS (600) and FLOOD_LANES (640, 64 to a session) size the
+# session and lane floods, three and one and a half times their caps;
+# raise them for a long run.
 
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/stats_lib.sh"
@@ -22,6 +26,8 @@ port=7621
 uri=tcp://127.0.0.1:$port
 cap_sessions=200
 cap_lanes=400
+nr_sessions=${FLOOD_SESSIONS:-600}
+nr_lanes=${FLOOD_LANES:-640}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -69,7 +75,7 @@ setp tern max_sessions $cap_sessions
 setp tern max_lanes $cap_lanes
 
 # a good client running through the floods below
-"$ternadm" bench run "$uri" --time 20 --lanes 2 --depth 8 --size 16k \
+"$ternadm" bench run "$uri" --time 12 --lanes 2 --depth 8 --size 16k \
 	--dir both --verify > "$tmp/good" 2>&1 &
 good_pid=$!
 sleep 2
@@ -80,7 +86,7 @@ refused0=$(ep_stat refused_sessions)
 # a keepalive of 20 s (timeout 60 s): on a slow guest the flood takes
 # longer than the default 15 s timeout, and sessions closed early would
 # make room for more than the cap
-if flood_start sessions 120 -F sessions -N 1500 -H 4 -K 20000; then
+if flood_start sessions 120 -F sessions -N "$nr_sessions" -H 4 -K 20000; then
 	mem1=$(mem_avail_kb)
 	acc=$(field "$tmp/sessions" accepted)
 	ref=$(field "$tmp/sessions" refused)
@@ -91,10 +97,10 @@ if flood_start sessions 120 -F sessions -N 1500 -H 4 -K 20000; then
 	sed 's/^/# /' "$tmp/sessions"
 	ktap_info "sessions: accepted $acc refused $ref (status $st), endpoint sessions $sess, refused_sessions $refused0 -> $refused1, MemAvailable -$((mem0 - mem1)) KiB"
 	if [ "$acc" -le $cap_sessions ] && [ "$sess" -le $((cap_sessions + 1)) ] &&
-	   [ "$ref" -ge $((1500 - cap_sessions)) ] && [ "$st" = -87 ]; then
-		ktap_pass "1500 new sessions: at most $cap_sessions accepted, the rest refused with -EUSERS"
+	   [ "$ref" -ge $((nr_sessions - cap_sessions)) ] && [ "$st" = -87 ]; then
+		ktap_pass "$nr_sessions new sessions: at most $cap_sessions accepted, the rest refused with -EUSERS"
 	else
-		ktap_fail "1500 new sessions: at most $cap_sessions accepted, the rest refused with -EUSERS"
+		ktap_fail "$nr_sessions new sessions: at most $cap_sessions accepted, the rest refused with -EUSERS"
 	fi
 	if [ $((refused1 - refused0)) -ge "$ref" ] && [ "$ref" -gt 0 ]; then
 		ktap_pass "session refusals counted in the endpoint's stats"
@@ -123,7 +129,7 @@ done
 
 # 3. lanes of a few sessions (64 lanes each)
 refused0=$(ep_stat refused_lanes)
-if flood_start lanes 120 -F lanes -N 1280 -L 64 -H 4 -K 20000; then
+if flood_start lanes 120 -F lanes -N "$nr_lanes" -L 64 -H 4 -K 20000; then
 	acc=$(field "$tmp/lanes" accepted)
 	ref=$(field "$tmp/lanes" refused)
 	st=$(field "$tmp/lanes" status)
@@ -133,11 +139,11 @@ if flood_start lanes 120 -F lanes -N 1280 -L 64 -H 4 -K 20000; then
 	sed 's/^/# /' "$tmp/lanes"
 	ktap_info "lanes: accepted $acc refused $ref (status $st), bound $lanes, refused_lanes $refused0 -> $refused1"
 	if [ "$acc" -le $cap_lanes ] && [ "$lanes" -le $cap_lanes ] &&
-	   [ "$ref" -ge $((1280 - cap_lanes)) ] && [ "$st" = -87 ] &&
+	   [ "$ref" -ge $((nr_lanes - cap_lanes)) ] && [ "$st" = -87 ] &&
 	   [ $((refused1 - refused0)) -ge "$ref" ]; then
-		ktap_pass "1280 lanes of 20 sessions: at most $cap_lanes bound, the rest refused and counted"
+		ktap_pass "$nr_lanes lanes of $((nr_lanes / 64)) sessions: at most $cap_lanes bound, the rest refused and counted"
 	else
-		ktap_fail "1280 lanes of 20 sessions: at most $cap_lanes bound, the rest refused and counted"
+		ktap_fail "$nr_lanes lanes of $((nr_lanes / 64)) sessions: at most $cap_lanes bound, the rest refused and counted"
 	fi
 else
 	ktap_fail "lane flood ran"

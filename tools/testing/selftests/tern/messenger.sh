@@ -377,9 +377,11 @@ slab_kb() {
 }
 
 # Over another transport the ioctl checks, which stop before any
-# transport, are not planned.
+# transport, are not planned, nor two of the six size matrices: CRC on
+# aligned buffers (rdma.sh's zero-copy runs check CRCs on them), and IPv6
+# with CRC (the address family and the CRC meet in no transport code).
 PLANNED=21
-[ "$TRANSPORT" = tcp ] || PLANNED=20
+[ "$TRANSPORT" = tcp ] || PLANNED=18
 ktap_plan $PLANNED
 
 if [ -z "$HOST4" ] || [ ! -x "$TERNADM" ]; then
@@ -406,8 +408,9 @@ check "serving the same URI twice is refused" \
 # another address family: two of the four, to keep the script short.
 check "IPv4 sizes 0..16M both ways, verified, crc off, aligned" \
 	matrix "$URI4"
-check "IPv4 sizes 0..16M both ways, verified, crc on, aligned" \
-	matrix "$URI4" --crc
+[ "$TRANSPORT" = tcp ] &&
+	check "IPv4 sizes 0..16M both ways, verified, crc on, aligned" \
+		matrix "$URI4" --crc
 check "IPv4 sizes 0..16M both ways, verified, crc off, offset 513" \
 	matrix "$URI4" --unaligned
 check "IPv4 sizes 0..16M both ways, verified, crc on, offset 1" \
@@ -415,11 +418,12 @@ check "IPv4 sizes 0..16M both ways, verified, crc on, offset 1" \
 if [ -n "$HOST6" ]; then
 	check "IPv6 sizes 0..16M both ways, verified, crc off, aligned" \
 		matrix "$URI6"
-	check "IPv6 sizes 0..16M both ways, verified, crc on, offset 513" \
-		matrix "$URI6" --crc --unaligned
+	[ "$TRANSPORT" = tcp ] &&
+		check "IPv6 sizes 0..16M both ways, verified, crc on, offset 513" \
+			matrix "$URI6" --crc --unaligned
 else
 	ktap_skip "no IPv6 host for $TRANSPORT"
-	ktap_skip "no IPv6 host for $TRANSPORT"
+	[ "$TRANSPORT" = tcp ] && ktap_skip "no IPv6 host for $TRANSPORT"
 fi
 check "one direction at a time (to, from), unaligned, verified" \
 	one_way "$URI4"
