@@ -7,7 +7,8 @@
 #   make check         deps, -Werror W=1 build, checkpatch, sparse, selftests
 #   make demo          the block device demo in the guest
 #   make bench         benchmarks in the guest (not part of check)
-#   make soak          SOAK_MINUTES (60) of verified I/O under faults
+#   make soak          SOAK_MINUTES (60) of verified I/O under faults, then
+#                      the hostile-client floods at scale
 #   make smoke-stock   map, fio verify, unmap on Debian's stock kernel (6.1)
 #   make deps          install what the above need (idempotent)
 #   make install       modules_install + tools into DESTDIR/PREFIX
@@ -56,6 +57,12 @@ TOOL_DIRS := $(patsubst %/Makefile,%,$(wildcard tools/ternadm/Makefile \
 SOAK_MINUTES ?= 60
 SOAK_ROUND ?= 120
 SOAK_FAIL_EVERY ?= 2000
+# make soak ends with the hostile-client floods at scale (make check runs
+# them small): sessions and lanes against caps of 200 and 400, and
+# tern_flood's OPEN, WATCH and bogus WRITE floods times SOAK_FLOOD_SCALE
+SOAK_FLOOD_SESSIONS ?= 3000
+SOAK_FLOOD_LANES ?= 2560
+SOAK_FLOOD_SCALE ?= 4
 
 .PHONY: all modules tools deps deps-if-missing check demo bench soak install clean help
 .PHONY: dkms-source deb smoke-stock
@@ -96,6 +103,10 @@ soak: deps-if-missing
 		--timeout $$(( $(SOAK_MINUTES) * 60 + 900 )) -- \
 		env SOAK_MINUTES=$(SOAK_MINUTES) SOAK_ROUND=$(SOAK_ROUND) \
 		SOAK_FAIL_EVERY=$(SOAK_FAIL_EVERY) $(SRC)/tools/testing/soak.sh
+	tools/testing/vm/run --rdma --name soak-floods --timeout 2400 -- \
+		env FLOOD_SESSIONS=$(SOAK_FLOOD_SESSIONS) \
+		FLOOD_LANES=$(SOAK_FLOOD_LANES) FLOOD_SCALE=$(SOAK_FLOOD_SCALE) \
+		$(SRC)/tools/testing/selftests/tern/run_tests flood.sh blk_flood.sh
 
 install:
 	$(MAKE) -C $(KDIR) M=$(SRC) modules_install
@@ -114,7 +125,7 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n "3,20p" Makefile | sed 's/^# \{0,1\}//'
+	@sed -n "3,21p" Makefile | sed 's/^# \{0,1\}//'
 
 print-%:
 	@echo '$($*)'

@@ -10,7 +10,8 @@
 # count what it refused, keep the legitimate I/O free of errors, give
 # its memory back afterwards and unload.
 #
-# FLOOD_SCALE (1) multiplies the flood for a long run (make soak).
+# FLOOD_SCALE (1) multiplies the flood for a long run (make soak sets
+# SOAK_FLOOD_SCALE, 4).
 
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/stats_lib.sh"

@@ -16,7 +16,7 @@
 #
 # FLOOD_SESSIONS (600) and FLOOD_LANES (640, 64 to a session) size the
 # session and lane floods, three and one and a half times their caps;
-# raise them for a long run.
+# make soak raises them (SOAK_FLOOD_SESSIONS, SOAK_FLOOD_LANES).
 
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/stats_lib.sh"
