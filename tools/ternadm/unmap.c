@@ -7,8 +7,10 @@
  * Unless forced (remove=NAME,force=1), tern_blk refuses a device that is
  * open, mounted or held by another block device with -EBUSY: the kernel
  * decides, in one step with marking the device as going, so nothing can
- * open it between a check and the unmap. Here we only explain a refusal:
- * where the device is mounted, what holds it, which process has it open.
+ * open it between a check and the unmap. Here we ask again for a second,
+ * for openers that are about to let go (udev probing a new disk), and then
+ * only explain a refusal: where the device is mounted, what holds it,
+ * which process has it open.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -23,6 +25,9 @@
 #include "ternadm.h"
 
 #define MAX_PARTS	16	/* the disk and its partitions */
+/* A new disk's first opener (udev's probe) may still hold it: 1 s more */
+#define BUSY_RETRIES	10
+#define BUSY_RETRY_MS	100
 
 void unmap_usage(FILE *out)
 {
@@ -309,6 +314,10 @@ int unmap_main(int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	err = unmap_remove(d.name, force);
+	for (i = 0; err == -EBUSY && i < BUSY_RETRIES; i++) {
+		usleep(BUSY_RETRY_MS * 1000);
+		err = unmap_remove(d.name, force);
+	}
 	if (err == -EBUSY) {
 		unmap_explain(&d);
 		ternadm_err("unmap: %s is in use; not unmapped (--force unmaps anyway)",
