@@ -109,7 +109,7 @@ ktap_plan 8
 peak_binds=0 peak_watches=0 peak_data=0
 out=$(setup 2>&1)
 ktap_check "setup: a port and an export" [ $? = 0 ]
-[ -n "$out" ] && echo "$out" | sed 's/^/# /'
+[ -n "$out" ] && echo "$out" | ktap_comment
 SLAB0=$(slab_kib)
 AVAIL0=$(avail_kib)
 # bindings and watches are small; data is bounded by max_data_mib

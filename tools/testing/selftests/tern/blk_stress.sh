@@ -313,10 +313,10 @@ check "two exports (nullb0, nullb1) on two ports ($TRANSPORT://$ADDR:$SVC0, $TRA
 
 DEV=
 if map_vol0 > "$WORK/map.out" 2>&1; then
-	sed 's/^/# /' "$WORK/map.out"
+	ktap_comment < "$WORK/map.out"
 	ktap_pass "map vol0 as /dev/$DEV: write back cache and FUA advertised"
 else
-	sed 's/^/# /' "$WORK/map.out"
+	ktap_comment < "$WORK/map.out"
 	ktap_fail "map vol0: write back cache and FUA advertised"
 fi
 

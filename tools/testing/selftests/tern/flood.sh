@@ -51,7 +51,7 @@ ktap_check "echo service listens on $uri" "$ternadm" bench serve "$uri"
 refused0=$(ep_stat refused_handshakes)
 if flood_start handshakes 60 -F handshakes -N 1000 -H 1; then
 	wait "$flood_pid"
-	cat "$tmp/handshakes" | sed 's/^/# /'
+	ktap_comment < "$tmp/handshakes"
 	acc=$(field "$tmp/handshakes" accepted)
 	clo=$(field "$tmp/handshakes" closed)
 	refused1=$(ep_stat refused_handshakes)
@@ -94,7 +94,7 @@ if flood_start sessions 120 -F sessions -N "$nr_sessions" -H 4 -K 20000; then
 	sess=$(ep_stat sessions)
 	refused1=$(ep_stat refused_sessions)
 	wait "$flood_pid"
-	sed 's/^/# /' "$tmp/sessions"
+	ktap_comment < "$tmp/sessions"
 	ktap_info "sessions: accepted $acc refused $ref (status $st), endpoint sessions $sess, refused_sessions $refused0 -> $refused1, MemAvailable -$((mem0 - mem1)) KiB"
 	if [ "$acc" -le $cap_sessions ] && [ "$sess" -le $((cap_sessions + 1)) ] &&
 	   [ "$ref" -ge $((nr_sessions - cap_sessions)) ] && [ "$st" = -87 ]; then
@@ -136,7 +136,7 @@ if flood_start lanes 120 -F lanes -N "$nr_lanes" -L 64 -H 4 -K 20000; then
 	lanes=$(ep_stat bound_lanes)
 	refused1=$(ep_stat refused_lanes)
 	wait "$flood_pid"
-	sed 's/^/# /' "$tmp/lanes"
+	ktap_comment < "$tmp/lanes"
 	ktap_info "lanes: accepted $acc refused $ref (status $st), bound $lanes, refused_lanes $refused0 -> $refused1"
 	if [ "$acc" -le $cap_lanes ] && [ "$lanes" -le $cap_lanes ] &&
 	   [ "$ref" -ge $((nr_lanes - cap_lanes)) ] && [ "$st" = -87 ] &&
@@ -152,7 +152,7 @@ fi
 if wait "$good_pid"; then
 	ktap_pass "a verified benchmark ran through the floods without error"
 else
-	sed 's/^/# /' "$tmp/good"
+	ktap_comment < "$tmp/good"
 	ktap_fail "a verified benchmark ran through the floods without error"
 fi
 
@@ -189,7 +189,7 @@ if flood_start peer_hs 60 -F handshakes -N 100 -H 30 -B 127.0.0.2; then
 	acc=$(field "$tmp/peer_hs" accepted)
 	clo=$(field "$tmp/peer_hs" closed)
 	refused1=$(ep_stat refused_peer_handshakes)
-	peers_file | sed 's/^/# /'
+	peers_file | ktap_comment
 	ktap_info "handshakes from 127.0.0.2: $acc waiting, $clo closed, endpoint handshakes $(ep_stat handshakes), refused_peer_handshakes $refused0 -> $refused1"
 	if [ "$acc" -le 16 ] && [ "$clo" -ge 84 ] &&
 	   [ $((refused1 - refused0)) -ge "$clo" ]; then
@@ -218,7 +218,7 @@ if flood_start peer_sess 60 -F sessions -N 150 -H 30 -B 127.0.0.2; then
 	st=$(field "$tmp/peer_sess" status)
 	clo=$(field "$tmp/peer_sess" closed)
 	refused1=$(ep_stat refused_peer_sessions)
-	peers_file | sed 's/^/# /'
+	peers_file | ktap_comment
 	ktap_info "sessions from 127.0.0.2: accepted $acc refused $ref (status $st) closed $clo, endpoint sessions $(ep_stat sessions), refused_peer_sessions $refused0 -> $refused1"
 	# closed: refused at accept while refused lanes were still going
 	if [ "$acc" -le 64 ] && [ $((ref + clo)) -ge 86 ] && [ "$ref" -gt 0 ] &&
@@ -242,7 +242,7 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.1
 done
 ktap_info "after: peers $(ep_stat peers) handshakes $(ep_stat handshakes) sessions $(ep_stat sessions)"
-peers_file | sed 's/^/# /'
+peers_file | ktap_comment
 ktap_check "every per-address count is back to 0 (no address left in the table)" \
 	test "$(ep_stat peers)" = 0 -a "$(ep_stat handshakes)" = 0 -a \
 	"$(ep_stat sessions)" = 0 -a -z "$(peers_file)"

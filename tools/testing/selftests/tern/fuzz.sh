@@ -53,7 +53,7 @@ ktap_check "echo service listens on tcp://127.0.0.1:$port" \
 
 out=$("$dir/tern_fuzz" -a 127.0.0.1 -p "$port" -n "$frames" 2>&1)
 rc=$?
-echo "$out" | sed 's/^/# /'
+echo "$out" | ktap_comment
 sent=$(echo "$out" | sed -n 's/.*frames \([0-9]*\) connections \([0-9]*\).*/\1/p')
 conns=$(echo "$out" | sed -n 's/.*frames \([0-9]*\) connections \([0-9]*\).*/\2/p')
 if [ "$rc" = 0 ] && [ "${sent:-0}" -ge "$frames" ]; then

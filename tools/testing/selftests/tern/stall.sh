@@ -39,7 +39,7 @@ ktap_check "echo service listens on $uri" "$ternadm" bench serve "$uri"
 # 1. a keepalive of an hour would keep a dead peer's lane for three
 out=$("$dir/tern_fuzz" -a 127.0.0.1 -p "$port" -F sessions -N 1 -H 0 \
 	-K 3600000 2>&1)
-echo "$out" | sed 's/^/# /'
+echo "$out" | ktap_comment
 if echo "$out" | grep -q 'accepted 0 refused 1 status -22 '; then
 	ktap_pass "a HELLO proposing a 3600 s keepalive is refused with -EINVAL"
 else
@@ -83,7 +83,7 @@ if flood_start noread 60 -F noread -N 1 -Q 16 -S 4194304 -R 4096 -H 30; then
 	fi
 	kill "$flood_pid" 2>/dev/null
 	wait "$flood_pid"
-	sed 's/^/# /' "$tmp/noread"
+	ktap_comment < "$tmp/noread"
 else
 	ktap_fail "a lane whose peer never reads is killed"
 	ktap_fail "its requests and pages are freed"
@@ -134,7 +134,7 @@ if flood_start echo 60 -F noread -N 3 -Q 12 -S 16777216 -R 4096 -H 10; then
 	fi
 	kill "$flood_pid" 2>/dev/null
 	wait "$flood_pid"
-	sed 's/^/# /' "$tmp/echo"
+	ktap_comment < "$tmp/echo"
 else
 	ktap_fail "576 MiB of unread replies stay under the echo's cap"
 fi
