@@ -8,6 +8,7 @@
  * verify every byte, then a burst exercises the throttle. The responder
  * stays up until rmmod so a shell script can throw junk at it, then run
  * everything again with "echo 1 > /sys/module/tern_test_msgr/parameters/rerun".
+ * With rdma_addr= it runs instead the reply status checks over tern_rdma.
  * "echo N > .../hold" sends N writes of 1 MiB into pages the core
  * allocates, which the responder holds unanswered until "echo 0 > .../hold"
  * (reading it says how many were held and refused): the core's data
@@ -49,7 +50,7 @@ static unsigned long tt_wait_jiffies(void)
 static char *rdma_addr;
 module_param(rdma_addr, charp, 0444);
 MODULE_PARM_DESC(rdma_addr,
-		 "An IPv4 address of an RDMA device: the reply status checks run over tern_rdma too (default: none)");
+		 "An IPv4 address of an RDMA device: the reply status checks run over tern_rdma, and only they (default: none, every check over TCP)");
 
 static unsigned int burst = 256;
 module_param(burst, uint, 0644);
@@ -1207,6 +1208,14 @@ static int tt_run(void)
 	int err;
 
 	mutex_lock(&tt_run_lock);
+	/*
+	 * Over RDMA only what a userspace peer cannot check (rdma.sh): the
+	 * rest is the core's, and msgr_core.sh ran it over TCP.
+	 */
+	if (rdma_addr) {
+		err = tt_rdma_statuses();
+		goto out;
+	}
 	err = tt_uri_checks();
 
 	/* Nobody listens on port + 1: connect must fail, and fast. */
@@ -1235,8 +1244,7 @@ static int tt_run(void)
 		err = tt_reconnect();
 	if (!err)
 		err = tt_keepalive();
-	if (!err && rdma_addr)
-		err = tt_rdma_statuses();
+out:
 	if (!err && atomic_read(&tt_srv_bad)) {
 		pr_err("responder saw %d bad requests\n",
 		       atomic_read(&tt_srv_bad));
