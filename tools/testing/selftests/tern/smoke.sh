@@ -7,8 +7,8 @@
 # on a TCP port and an RDMA port; a device mapped over each passes fio
 # crc32c verify at 4k and 64k; what one wrote reads back identical
 # through the other; both unmap, a messenger benchmark runs verified over
-# both transports, and everything unloads. Not part of make check (its
-# guest boots 6.12 only): see Documentation/dev-guide.rst.
+# both transports, and everything unloads. make check runs it after its
+# 6.12 guest: see Documentation/dev-guide.rst.
 # Needs tools/testing/vm/run --rdma.
 
 . "$(dirname "$0")/ktap.sh"
