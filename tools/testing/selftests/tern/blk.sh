@@ -19,7 +19,6 @@
 # the transport at hand.
 
 . "$(dirname "$0")/ktap.sh"
-. "$(dirname "$0")/stats_lib.sh"
 . "$(dirname "$0")/blk_lib.sh"
 
 SVC=7447

@@ -14,7 +14,6 @@
 # SOAK_FLOOD_SCALE, 4).
 
 . "$(dirname "$0")/ktap.sh"
-. "$(dirname "$0")/stats_lib.sh"
 . "$(dirname "$0")/blk_lib.sh"
 
 dir=$(cd "$(dirname "$0")" && pwd)

@@ -4,8 +4,9 @@
 # Helpers shared by the block layer selftests (blk.sh, blk_stress.sh,
 # ternadm.sh, the block part of rdma.sh): the transport and its
 # addresses, mapping and unmapping through /dev/tern-blk-ctl or ternadm,
-# waiting for devices, block and target counters, kmalloc usage, fio
-# verify (its output in the caller's $WORK). Sourced after ktap.sh.
+# waiting for devices, block and target counters, fio verify (its output
+# in the caller's $WORK); with stats_lib.sh's counters and kmalloc usage.
+# Sourced after ktap.sh.
 #
 # Environment:
 #   TRANSPORT     tcp (default) or rdma
@@ -28,6 +29,8 @@ rdma)
 esac
 
 _blk_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=stats_lib.sh
+. "$_blk_lib_dir/stats_lib.sh"
 TERNADM=${TERNADM:-$_blk_lib_dir/../../../ternadm/ternadm}
 [ -x "$TERNADM" ] || TERNADM=$(command -v ternadm)
 
@@ -140,24 +143,6 @@ stat_field() {
 export_stat() {
 	awk -v k="$2" '$1 == k { print $2; f = 1 } END { exit !f }' \
 		"$CFG/exports/$1/stats"
-}
-
-# Bytes held by the generic kmalloc caches (as fuzz.sh counts them).
-kmalloc_bytes() {
-	awk '$1 ~ /^kmalloc-[0-9kr]/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
-}
-
-# kmalloc bytes once delayed frees settled: the lowest of a few samples
-kmalloc_settled() {
-	local b min=
-	sync
-	echo 3 > /proc/sys/vm/drop_caches
-	for _ in 1 2 3; do
-		sleep 0.5
-		b=$(kmalloc_bytes)
-		[ -z "$min" ] || [ "$b" -lt "$min" ] && min=$b
-	done
-	echo "$min"
 }
 
 # fio_busy DEV OUT FIELD MIN FIO_ARGS...: a time-based fio on /dev/DEV

@@ -43,9 +43,8 @@ nullb_make() {
 	wait_bdev "$1"
 }
 
+# (kmalloc_settled just dropped the caches for the baseline)
 setup_modules() {
-	sync
-	echo 3 > /proc/sys/vm/drop_caches
 	blk_modprobe && modprobe null_blk nr_devices=0 || return 1
 	mkdir -p "$WORK" || return 1
 	[ -x "$TERNADM" ] && [ -d "$CFG/exports" ] && [ -d "$NULLB" ] || return 1

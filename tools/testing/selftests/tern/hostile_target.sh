@@ -43,7 +43,6 @@
 TRANSPORT=tcp
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/blk_lib.sh"
-. "$(dirname "$0")/stats_lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
 FUZZ=$dir/tern_fuzz
 WORK=/var/tmp/tern-hostile

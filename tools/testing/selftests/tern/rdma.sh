@@ -55,7 +55,6 @@
 # Needs tools/testing/vm/run --rdma (TERN_RDMA_ADDR0, TERN_RDMA_DEV0).
 
 . "$(dirname "$0")/ktap.sh"
-. "$(dirname "$0")/stats_lib.sh"
 . "$(dirname "$0")/blk_lib.sh"
 
 dir=$(cd "$(dirname "$0")" && pwd)

@@ -15,6 +15,19 @@ kmalloc_bytes() {
 	awk '$1 ~ /^kmalloc-[0-9kr]/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
 }
 
+# kmalloc bytes once delayed frees settled: the lowest of a few samples
+kmalloc_settled() {
+	local b min=
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	for _ in 1 2 3; do
+		sleep 0.5
+		b=$(kmalloc_bytes)
+		[ -z "$min" ] || [ "$b" -lt "$min" ] && min=$b
+	done
+	echo "$min"
+}
+
 mem_avail_kb() {
 	awk '$1 == "MemAvailable:" { print $2 }' /proc/meminfo
 }
