@@ -8,10 +8,12 @@
 #define _TERN_TARGET_H
 
 #include <linux/blkdev.h>
+#include <linux/completion.h>
 #include <linux/configfs.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/percpu-refcount.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/seq_file.h>
@@ -67,9 +69,10 @@ struct tern_tgt_geom {
  * Configuration fields are protected by @lock and only change while the
  * export is disabled. The backend (@file, @bdev, @geom) is set up by
  * enable and torn down by disable, after every I/O using it finished:
- * I/O enters with tern_tgt_export_io_get() (under @io_lock, refused
- * unless @live and the binding's generation is current) and leaves with
- * tern_tgt_export_io_put(). Memory lives until the last @ref is put, so
+ * I/O enters with tern_tgt_export_io_get(), a per-CPU reference on
+ * @io_ref (live from enable to disable) refused unless the binding's
+ * generation is current, and leaves with tern_tgt_export_io_put(); no
+ * lock is shared per I/O. Memory lives until the last @ref is put, so
  * bindings may outlive the configfs item.
  */
 struct tern_tgt_export {
@@ -91,11 +94,9 @@ struct tern_tgt_export {
 	struct block_device	*bdev;		/* NULL for a regular file */
 	struct tern_tgt_geom __rcu *geom;	/* NULL until first enabled */
 
-	spinlock_t		io_lock;	/* live, gen, nr_io */
-	bool			live;
-	unsigned int		gen;
-	unsigned int		nr_io;
-	wait_queue_head_t	io_wait;
+	struct percpu_ref	io_ref;		/* dead while disabled */
+	struct completion	io_done;	/* @io_ref reached zero */
+	unsigned int		gen;		/* enables so far; under @lock */
 
 	spinlock_t		watch_lock;	/* watches */
 	struct list_head	watches;	/* held WATCHes, oldest first */
@@ -185,7 +186,7 @@ struct tern_tgt_bind {
 struct tern_tgt_io {
 	struct tern_srv_req	*sreq;
 	struct tern_tgt_bind	*bind;
-	struct tern_tgt_export	*exp;		/* set while counted in nr_io */
+	struct tern_tgt_export	*exp;		/* set while it holds exp->io_ref */
 	struct tern_tgt_sess	*ts;		/* charged @charged bytes */
 	u32			charged;
 	u8			op;

@@ -63,8 +63,18 @@ static void tern_tgt_export_release(struct kref *ref)
 
 	kfree(exp->device_path);
 	tern_tgt_geom_free(exp);
+	percpu_ref_exit(&exp->io_ref);
 	free_percpu(exp->stats);
 	kfree(exp);
+}
+
+/* The last I/O of a disabled instance left (see tern_tgt_export_disable) */
+static void tern_tgt_export_io_release(struct percpu_ref *ref)
+{
+	struct tern_tgt_export *exp = container_of(ref, struct tern_tgt_export,
+						   io_ref);
+
+	complete(&exp->io_done);
 }
 
 void tern_tgt_export_put(struct tern_tgt_export *exp)
@@ -75,20 +85,13 @@ void tern_tgt_export_put(struct tern_tgt_export *exp)
 /* Caller holds exp->lock. */
 static void tern_tgt_export_disable(struct tern_tgt_export *exp)
 {
-	unsigned int nr_io;
-
 	if (!exp->enabled)
 		return;
-	spin_lock_irq(&exp->io_lock);
-	exp->live = false;
-	exp->gen++;		/* bindings to this instance are stale */
-	spin_unlock_irq(&exp->io_lock);
+	/* bindings to this instance are stale, and no new I/O gets in */
+	WRITE_ONCE(exp->gen, exp->gen + 1);
+	percpu_ref_kill(&exp->io_ref);
 	tern_tgt_watch_export_gone(exp);
-	wait_event(exp->io_wait, ({
-		spin_lock_irq(&exp->io_lock);
-		nr_io = exp->nr_io;
-		spin_unlock_irq(&exp->io_lock);
-		!nr_io; }));
+	wait_for_completion(&exp->io_done);	/* the I/O that got in */
 	tern_tgt_backend_close(exp);
 	exp->enabled = false;
 	pr_info("export %s disabled\n", config_item_name(&exp->group.cg_item));
@@ -314,9 +317,8 @@ static ssize_t tern_tgt_export_enable_store(struct config_item *item,
 	if (val && !exp->enabled) {
 		err = tern_tgt_backend_open(exp);
 		if (!err) {
-			spin_lock_irq(&exp->io_lock);
-			exp->live = true;
-			spin_unlock_irq(&exp->io_lock);
+			reinit_completion(&exp->io_done);
+			percpu_ref_reinit(&exp->io_ref);
 			WRITE_ONCE(exp->enabled, true);
 		}
 	} else if (!val) {
@@ -459,11 +461,17 @@ static struct config_group *tern_tgt_exports_make(struct config_group *group,
 		kfree(exp);
 		return ERR_PTR(-ENOMEM);
 	}
+	/* dead until enabled; zero again once a disable's I/O drained */
+	if (percpu_ref_init(&exp->io_ref, tern_tgt_export_io_release,
+			    PERCPU_REF_INIT_DEAD, GFP_KERNEL)) {
+		free_percpu(exp->stats);
+		kfree(exp);
+		return ERR_PTR(-ENOMEM);
+	}
+	init_completion(&exp->io_done);
 	kref_init(&exp->ref);
 	mutex_init(&exp->lock);
 	uuid_gen(&exp->uuid);	/* random (v4), kept until changed */
-	spin_lock_init(&exp->io_lock);
-	init_waitqueue_head(&exp->io_wait);
 	tern_tgt_watch_export_init(exp);
 	INIT_LIST_HEAD(&exp->entry);
 	config_group_init_type_name(&exp->group, name, &tern_tgt_export_type);

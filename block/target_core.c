@@ -352,30 +352,26 @@ struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess, u64 handle)
 	return b;
 }
 
-/* Enter the export for one I/O; false once it is disabled or renewed. */
+/*
+ * Enter the export for one I/O; false once it is disabled, or enabled
+ * again since the binding was made (disable counts @gen up before it
+ * kills @io_ref, and waits for every I/O that got in).
+ */
 static bool tern_tgt_export_io_get(struct tern_tgt_export *exp,
 				   unsigned int gen)
 {
-	bool ok;
-
-	spin_lock_irq(&exp->io_lock);
-	ok = exp->live && exp->gen == gen;
-	if (ok)
-		exp->nr_io++;
-	spin_unlock_irq(&exp->io_lock);
-	return ok;
+	if (!percpu_ref_tryget_live(&exp->io_ref))
+		return false;
+	if (READ_ONCE(exp->gen) != gen) {
+		percpu_ref_put(&exp->io_ref);
+		return false;
+	}
+	return true;
 }
 
 static void tern_tgt_export_io_put(struct tern_tgt_export *exp)
 {
-	unsigned long flags;
-	bool wake;
-
-	spin_lock_irqsave(&exp->io_lock, flags);
-	wake = !--exp->nr_io && !exp->live;
-	spin_unlock_irqrestore(&exp->io_lock, flags);
-	if (wake)
-		wake_up_all(&exp->io_wait);
+	percpu_ref_put(&exp->io_ref);
 }
 
 /*
@@ -623,9 +619,7 @@ static int tern_tgt_open(struct tern_srv_req *sreq, struct tern_tgt_sess *ts,
 	kref_get(&exp->ref);
 	b->exp = exp;
 	b->read_only = exp->read_only;
-	spin_lock_irq(&exp->io_lock);
 	b->gen = exp->gen;
-	spin_unlock_irq(&exp->io_lock);
 	*info = g->info;
 	mutex_unlock(&exp->lock);
 	if (!b->want_uuid)
