@@ -97,9 +97,9 @@ modprobe tern_tcp
 ktap_check "in-kernel messenger checks pass (tern_test_msgr loads)" \
 	modprobe tern_test_msgr
 
-# 1 in 100 injects a few hundred failures over the checks; at 1 in 40 a
-# burst of 256 on 3 lanes spent most of its time reconnecting lanes that
-# fail again before their first reply, 20 to 60 s where this takes 10
+# 1 in 100 injects over a hundred failures in the checks' 10 s; at 1 in
+# 40 a burst of 256 on 3 lanes spent 20 to 60 s reconnecting lanes that
+# failed again before their first reply
 echo 100 > "$PARAMS/inject_fail_every"
 ktap_check "the checks pass again with 1 in 100 transport operations failing" \
 	sh -c "echo 1 > $RERUN"
