@@ -206,9 +206,10 @@ addr_change() {
 	echo "run exit $rc"
 	survived "$rc" "$out" || bad=1
 	rm -f "$out"
-	# each lane was told (its peer end too, unless already torn down)
+	# ADDR_CHANGE came and lanes reconnected. How many ends count one
+	# depends on the order of events: an end whose peer heard it first
+	# may be torn down before its own arrives (one of 2 lanes, once)
 	zc_moved addr_changes core_reconnects || bad=1
-	[ "$(zc_delta addr_changes)" -ge 2 ] || bad=1
 	# a new session resolves the new MAC
 	"$TERNADM" bench run "$BOND_URI" --count 100 --verify >/dev/null || bad=1
 	bond_teardown || bad=1
