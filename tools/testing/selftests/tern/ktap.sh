@@ -51,8 +51,6 @@ ktap_skip() {
 	echo "ok $KTAP_NUM # SKIP $*"
 }
 
-# ktap_check DESCRIPTION COMMAND...: one result from a command's status;
-# the command's output is kept as diagnostics.
 # ktap_comment: stdin as TAP comment lines; in bash, as under emulation
 # every process started costs tens of milliseconds
 ktap_comment() {
@@ -62,6 +60,8 @@ ktap_comment() {
 	done
 }
 
+# ktap_check DESCRIPTION COMMAND...: one result from a command's status;
+# the command's output is kept as diagnostics.
 ktap_check() {
 	local desc=$1 out rc
 	shift
