@@ -36,6 +36,7 @@ struct tern_blk_opts {
 	bool		has_key;
 	u8		key[TERN_AUTH_KEY_LEN];
 	bool		encrypt;	/* encrypt=1, needs key= */
+	bool		integrity;	/* integrity=1, needs key=, not encrypt */
 	bool		duplicate;	/* duplicate=1: map a mapped export again */
 };
 

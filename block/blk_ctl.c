@@ -43,6 +43,7 @@ enum {
 	OPT_LOSS_TIMEOUT,
 	OPT_KEY,
 	OPT_ENCRYPT,
+	OPT_INTEGRITY,
 	OPT_DUPLICATE,
 	OPT_NR,
 };
@@ -64,6 +65,7 @@ static const struct tern_blk_opt {
 	[OPT_LOSS_TIMEOUT]	= { "loss_timeout",	"%u|forever" },
 	[OPT_KEY]		= { "key",		"%s" },
 	[OPT_ENCRYPT]		= { "encrypt",		"%d" },
+	[OPT_INTEGRITY]		= { "integrity",	"%d" },
 	[OPT_DUPLICATE]		= { "duplicate",	"%d" },
 };
 
@@ -216,6 +218,8 @@ static int tern_blk_parse_one(unsigned int opt, const char *key,
 		return tern_blk_key(val, o);
 	case OPT_ENCRYPT:
 		return tern_blk_bool(key, val, &o->encrypt);
+	case OPT_INTEGRITY:
+		return tern_blk_bool(key, val, &o->integrity);
 	case OPT_DUPLICATE:
 		return tern_blk_bool(key, val, &o->duplicate);
 	}
@@ -264,8 +268,13 @@ static int tern_blk_parse(char *buf, struct tern_blk_opts *o)
 		return -EINVAL;
 	}
 	/* the traffic keys come from the authentication */
-	if (o->encrypt && !o->has_key) {
-		pr_err("option encrypt=1 needs key=\n");
+	if ((o->encrypt || o->integrity) && !o->has_key) {
+		pr_err("option %s=1 needs key=\n",
+		       o->encrypt ? "encrypt" : "integrity");
+		return -EINVAL;
+	}
+	if (o->encrypt && o->integrity) {
+		pr_err("options encrypt=1 and integrity=1 exclude each other: encryption already authenticates every byte\n");
 		return -EINVAL;
 	}
 	return 0;

@@ -426,6 +426,9 @@ TERN_BLK_ATTR_RO(crc, "%d", !!(dev->si.features & TERN_FEAT_DATA_CRC));
 /* both ends proved the key: the target is the one that holds it */
 TERN_BLK_ATTR_RO(auth, "%d", !!(dev->si.features & TERN_FEAT_AUTH));
 TERN_BLK_ATTR_RO(encrypt, "%d", !!(dev->si.features & TERN_FEAT_ENCRYPT));
+/* every frame signed: tampering is found, nothing is hidden */
+TERN_BLK_ATTR_RO(integrity, "%d",
+		 !!(dev->si.features & TERN_FEAT_INTEGRITY));
 TERN_BLK_ATTR_RO(rebinds, "%d", atomic_read(&dev->rebinds));
 
 static bool tern_blk_has_uuid(const struct tern_blk_dev *dev)
@@ -581,6 +584,7 @@ static struct attribute *tern_blk_attrs[] = {
 	&dev_attr_crc.attr,
 	&dev_attr_auth.attr,
 	&dev_attr_encrypt.attr,
+	&dev_attr_integrity.attr,
 	&dev_attr_rebinds.attr,
 	&dev_attr_session_id.attr,
 	&dev_attr_uuid.attr,
@@ -1151,19 +1155,21 @@ static struct tern_blk_dev *tern_blk_find_locked(const struct tern_blk_opts *o)
 /*
  * May a second map of @dev's export, asking for @want, get @dev? Only
  * if it asks for nothing @dev lacks: the lanes and queue depth it names
- * (0 when it names none) are the ones @dev was mapped with, and crc, read-only, a key and
- * encryption, when asked for, @dev has. The loss timeout and keepalive
- * may be changed on a mapped device, so they do not count.
+ * (0 when it names none) are the ones @dev was mapped with, and crc,
+ * read-only, a key, encryption and integrity, when asked for, @dev has
+ * (integrity stands for crc). The loss timeout and keepalive may be
+ * changed on a mapped device, so they do not count.
  */
 static bool tern_blk_mapping_fits(const struct tern_blk_opts *dev,
 				  const struct tern_blk_opts *want)
 {
 	return (!want->lanes || want->lanes == dev->lanes) &&
 	       (!want->queue_depth || want->queue_depth == dev->queue_depth) &&
-	       (!want->crc || dev->crc) &&
+	       (!want->crc || dev->crc || dev->integrity) &&
 	       (!want->read_only || dev->read_only) &&
 	       (!want->has_key || dev->has_key) &&
-	       (!want->encrypt || dev->encrypt);
+	       (!want->encrypt || dev->encrypt) &&
+	       (!want->integrity || dev->integrity);
 }
 
 static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
@@ -1178,7 +1184,8 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
  * An export already mapped with the same identity (transport, address,
  * service, export, host id) gives the existing device, unless
  * @opts->duplicate asks for another one; asking for what that device
- * lacks (other lanes or queue depth, crc, read-only, a key, encryption)
+ * lacks (other lanes or queue depth, crc, read-only, a key, encryption,
+ * integrity)
  * is refused with -EEXIST, as nvme refuses a duplicate connect.
  *
  * Return: 0, or a negative errno and nothing is created.
@@ -1221,6 +1228,7 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 		.auth_identity	= opts->host,
 		.auth_key	= opts->has_key ? opts->key : NULL,
 		.encrypt	= opts->encrypt,
+		.integrity	= opts->integrity,
 	};
 	bool v6 = strchr(opts->address, ':');
 	struct tern_blk_dev *dev;
@@ -1286,6 +1294,7 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 		dev->si.queue_depth, dev->read_only ? ", read-only" : "",
 		dev->si.features & TERN_FEAT_DATA_CRC ? ", crc" : "",
 		dev->si.features & TERN_FEAT_ENCRYPT ? ", encrypted" :
+		dev->si.features & TERN_FEAT_INTEGRITY ? ", signed" :
 		dev->si.features & TERN_FEAT_AUTH ? ", authenticated" : "");
 	strscpy(name, dev->name, size);
 	return 0;

@@ -125,6 +125,8 @@ struct tern_tgt_port {
 	unsigned int		max_queue_depth; /* 0: TERN_TGT_MAX_QUEUE_DEPTH */
 	bool			require_auth;	/* refuse unauthenticated lanes */
 	bool			require_encrypt; /* refuse unencrypted lanes */
+	/* refuse lanes neither signed nor encrypted */
+	bool			require_integrity;
 	bool			enabled;	/* also read under tern_tgt_mutex */
 	struct tern_endpoint	*ep;
 	struct tern_listener	*lis;

@@ -6,7 +6,8 @@
  *     exports/NAME/{device_path,read_only,require_auth,allowed_hosts,
  *                   uuid,enable,stats,revalidate_size}
  *     ports/NAME/{transport,address,service,max_lanes,max_queue_depth,
- *                 require_auth,require_encrypt,enable}
+ *                 require_auth,require_encrypt,require_integrity,
+ *                 enable}
  *     ports/NAME/exports/LINK -> ../../../exports/NAME
  *     hosts/NAME/key                          (target_auth.c)
  *
@@ -728,6 +729,21 @@ static ssize_t tern_tgt_port_require_encrypt_store(struct config_item *item,
 					&to_port(item)->require_encrypt);
 }
 
+static ssize_t tern_tgt_port_require_integrity_show(struct config_item *item,
+						    char *page)
+{
+	return sysfs_emit(page, "%d\n",
+			  READ_ONCE(to_port(item)->require_integrity));
+}
+
+static ssize_t tern_tgt_port_require_integrity_store(struct config_item *item,
+						     const char *page,
+						     size_t count)
+{
+	return tern_tgt_port_flag_store(item, page, count, "require_integrity",
+					&to_port(item)->require_integrity);
+}
+
 /* Caller holds port->lock. */
 static void tern_tgt_port_disable(struct tern_tgt_port *port)
 {
@@ -763,6 +779,13 @@ static int tern_tgt_port_enable(struct tern_tgt_port *port)
 	    (tern_transport_query(port->transport, &caps) ||
 	     !(caps & TERN_TRANSPORT_ENCRYPTS))) {
 		pr_err("port %s: %s does not encrypt; require_encrypt would refuse every client\n",
+		       name, port->transport);
+		return -EINVAL;
+	}
+	if (port->require_integrity &&
+	    (tern_transport_query(port->transport, &caps) ||
+	     !(caps & (TERN_TRANSPORT_ENCRYPTS | TERN_TRANSPORT_SIGNS)))) {
+		pr_err("port %s: %s neither signs nor encrypts; require_integrity would refuse every client\n",
 		       name, port->transport);
 		return -EINVAL;
 	}
@@ -820,6 +843,7 @@ CONFIGFS_ATTR(tern_tgt_port_, max_lanes);
 CONFIGFS_ATTR(tern_tgt_port_, max_queue_depth);
 CONFIGFS_ATTR(tern_tgt_port_, require_auth);
 CONFIGFS_ATTR(tern_tgt_port_, require_encrypt);
+CONFIGFS_ATTR(tern_tgt_port_, require_integrity);
 CONFIGFS_ATTR(tern_tgt_port_, enable);
 
 static struct configfs_attribute *tern_tgt_port_attrs[] = {
@@ -830,6 +854,7 @@ static struct configfs_attribute *tern_tgt_port_attrs[] = {
 	&tern_tgt_port_attr_max_queue_depth,
 	&tern_tgt_port_attr_require_auth,
 	&tern_tgt_port_attr_require_encrypt,
+	&tern_tgt_port_attr_require_integrity,
 	&tern_tgt_port_attr_enable,
 	NULL,
 };

@@ -1091,6 +1091,7 @@ struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port)
 				   TERN_TGT_MAX_QUEUE_DEPTH,
 		.require_auth	= port->require_auth,
 		.require_encrypt = port->require_encrypt,
+		.require_integrity = port->require_integrity,
 	};
 
 	return tern_endpoint_create(&conf);

@@ -33,6 +33,8 @@
 #define TERN_AUTH_TRAFFIC_LABEL	"tern-v2 traffic"
 #define TERN_AUTH_C2A_LABEL	"tern-v2 c2a"
 #define TERN_AUTH_A2C_LABEL	"tern-v2 a2c"
+#define TERN_AUTH_C2A_MAC_LABEL	"tern-v2 c2a integrity"
+#define TERN_AUTH_A2C_MAC_LABEL	"tern-v2 a2c integrity"
 
 /* HMAC-SHA256 of the concatenation of @nr pieces. */
 static int tern_hmac(const u8 *key, unsigned int key_len,
@@ -142,18 +144,24 @@ int tern_auth_proofs(const struct tern_auth_keys *keys,
 	return err;
 }
 
-/* One direction's keys from the lane's secret: the first 28 bytes. */
+/*
+ * One direction's keys from the lane's secret: the AEAD's are the first
+ * 28 bytes of one expansion, the MAC key all of another.
+ */
 static int tern_auth_direction(const u8 *prk, const char *label,
-			       struct tern_lane_keys *out)
+			       const char *mac_label, struct tern_dir_keys *out)
 {
 	u8 okm[SHA256_DIGEST_SIZE];
 	int err;
 
-	BUILD_BUG_ON(sizeof(*out) > sizeof(okm));
+	BUILD_BUG_ON(sizeof(out->aead) > sizeof(okm));
+	BUILD_BUG_ON(sizeof(out->mac) != sizeof(okm));
 	err = tern_hkdf_expand(prk, label, "", okm);
 	if (!err)
-		memcpy(out, okm, sizeof(*out));
+		memcpy(&out->aead, okm, sizeof(out->aead));
 	memzero_explicit(okm, sizeof(okm));
+	if (!err)
+		err = tern_hkdf_expand(prk, mac_label, "", out->mac);
 	return err;
 }
 
@@ -168,15 +176,15 @@ static int tern_auth_direction(const u8 *prk, const char *label,
  * @a2c: out: keys of what the acceptor sends
  *
  * HKDF-Extract of the whole exchange under the identity's traffic key,
- * then one expansion per direction: fresh keys for every lane, which
- * both ends know and nobody who saw the exchange does.
+ * then expansions per direction: fresh keys for every lane, which both
+ * ends know and nobody who saw the exchange does.
  * Return: 0, or a crypto API error.
  */
 int tern_auth_lane_keys(const struct tern_auth_keys *keys,
 			const struct tern_wire_hello *hello,
 			const struct tern_wire_hello *ack, const u8 *host,
-			const u8 *target, struct tern_lane_keys *c2a,
-			struct tern_lane_keys *a2c)
+			const u8 *target, struct tern_dir_keys *c2a,
+			struct tern_dir_keys *a2c)
 {
 	struct kvec vec[4] = {
 		{ .iov_base = (void *)hello, .iov_len = sizeof(*hello) },
@@ -190,9 +198,11 @@ int tern_auth_lane_keys(const struct tern_auth_keys *keys,
 	err = tern_hmac(keys->traffic, sizeof(keys->traffic), vec,
 			ARRAY_SIZE(vec), prk);
 	if (!err)
-		err = tern_auth_direction(prk, TERN_AUTH_C2A_LABEL, c2a);
+		err = tern_auth_direction(prk, TERN_AUTH_C2A_LABEL,
+					  TERN_AUTH_C2A_MAC_LABEL, c2a);
 	if (!err)
-		err = tern_auth_direction(prk, TERN_AUTH_A2C_LABEL, a2c);
+		err = tern_auth_direction(prk, TERN_AUTH_A2C_LABEL,
+					  TERN_AUTH_A2C_MAC_LABEL, a2c);
 	memzero_explicit(prk, sizeof(prk));
 	return err;
 }

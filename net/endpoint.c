@@ -202,6 +202,7 @@ struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf
 	ep->max_session_bytes = conf->max_session_bytes;
 	ep->require_auth = conf->require_auth;
 	ep->require_encrypt = conf->require_encrypt;
+	ep->require_integrity = conf->require_integrity;
 	ep->peer_seed = get_random_u32();
 	hash_init(ep->peers);
 	mutex_init(&ep->lock);

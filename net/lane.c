@@ -103,6 +103,9 @@ static void tern_lane_release(struct kref *ref)
 	module_put(cl->pub.tops->owner);
 	tern_lane_auth_free(cl);
 	kfree_sensitive(cl->tx_keys);
+	tern_mac_free(cl->tx_mac_next);
+	tern_mac_free(cl->tx_mac);
+	tern_mac_free(cl->rx_mac);
 	kfree(cl);
 	tern_obj_dec(TERN_OBJ_LANE);
 }
@@ -173,11 +176,9 @@ bool tern_lane_remote_data(struct tern_lane *lane)
 }
 EXPORT_SYMBOL_GPL(tern_lane_remote_data);
 
-typedef void (*tern_chunk_fn)(void *addr, size_t len, void *arg);
-
 /* Visit @len bytes of a bio_vec array after skipping @skip, page by page. */
-static void tern_bvec_walk(const struct bio_vec *bv, unsigned int nr,
-			   u32 skip, u32 len, tern_chunk_fn fn, void *arg)
+void tern_bvec_walk(const struct bio_vec *bv, unsigned int nr, u32 skip,
+		    u32 len, tern_chunk_fn fn, void *arg)
 {
 	unsigned int i;
 
@@ -333,6 +334,33 @@ void tern_lane_queue_auth(struct tern_core_lane *cl)
 	tern_lane_queue_ctrl(cl, &cl->auth_frame, &cl->auth_queued);
 }
 
+/**
+ * tern_lane_sign - sign and check @cl's frames from now on
+ * @cl: an authenticated lane between two frames of its receive path,
+ *	with its traffic keys in @cl->auth
+ * @after_ack: the acceptor: sign only what follows its AUTH_ACK, from
+ *	tern_lane_tx_done(); else from the next frame (nothing is queued)
+ *
+ * Return: 0, or a negative errno (the lane must go).
+ */
+int tern_lane_sign(struct tern_core_lane *cl, bool after_ack)
+{
+	struct tern_lane_mac *mac;
+
+	mac = tern_mac_alloc(cl->auth->rx.mac);
+	if (IS_ERR(mac))
+		return PTR_ERR(mac);
+	cl->rx_mac = mac;
+	mac = tern_mac_alloc(cl->auth->tx.mac);
+	if (IS_ERR(mac))
+		return PTR_ERR(mac);
+	if (after_ack)
+		cl->tx_mac_next = mac;
+	else
+		cl->tx_mac = mac;
+	return 0;
+}
+
 /* The handshake is over (or the lane is): its keys go. */
 void tern_lane_auth_free(struct tern_core_lane *cl)
 {
@@ -424,7 +452,14 @@ struct tern_frame *tern_lane_tx_next(struct tern_lane *lane)
 	WRITE_ONCE(cl->tx_seq, cl->tx_seq + 1);
 	f->hdr.seq = cpu_to_le32(cl->tx_seq);
 	f->hdr.ack = cpu_to_le32(READ_ONCE(cl->rx_seq));
-	tern_frame_seal(f);
+	if (!cl->tx_mac) {
+		f->tag_len = 0;
+		tern_frame_seal(f);
+	} else if (tern_mac_sign(cl->tx_mac, f)) {
+		/* the frame stays tx_cur: tern_lane_tx_done() never comes */
+		tern_lane_kill(cl, -EIO);
+		return NULL;
+	}
 	return f;
 }
 EXPORT_SYMBOL_GPL(tern_lane_tx_next);
@@ -491,6 +526,11 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 		cl->auth_queued = false;
 		keys = cl->tx_keys;	/* what follows the AUTH_ACK is sealed */
 		cl->tx_keys = NULL;
+		/* or signed; the sender's own field, set before it sends more */
+		if (cl->tx_mac_next) {
+			cl->tx_mac = cl->tx_mac_next;
+			cl->tx_mac_next = NULL;
+		}
 	}
 	if (test_bit(TERN_LANE_F_CLOSE_TX, &cl->flags) &&
 	    list_empty(&cl->tx_queue))
@@ -541,6 +581,8 @@ static void tern_rx_set_front(struct tern_core_lane *cl, void *buf)
 {
 	struct tern_lane_rx *rx = &cl->pub.rx;
 
+	/* NULL: a front thrown away unread, which integrity does not check */
+	rx->front_kvec.iov_base = buf;
 	if (!rx->front_len) {
 		iov_iter_kvec(&rx->front_iter, ITER_DEST, NULL, 0, 0);
 		return;
@@ -549,7 +591,6 @@ static void tern_rx_set_front(struct tern_core_lane *cl, void *buf)
 		iov_iter_discard(&rx->front_iter, ITER_DEST, rx->front_len);
 		return;
 	}
-	rx->front_kvec.iov_base = buf;
 	rx->front_kvec.iov_len = rx->front_len;
 	iov_iter_kvec(&rx->front_iter, ITER_DEST, &rx->front_kvec, 1,
 		      rx->front_len);
@@ -628,6 +669,43 @@ static bool tern_rx_reserved_set(const struct tern_wire_hdr *hdr)
 	}
 }
 
+/* A signed frame's part does not match its tag: the lane goes. */
+static int tern_rx_bad_tag(struct tern_core_lane *cl, const char *part)
+{
+	TERN_LANE_STAT(cl, mac_errors, 1);
+	pr_warn_ratelimited("%s: %s of a signed frame does not match its tag\n",
+			    cl->name, part);
+	return -EBADMSG;
+}
+
+/*
+ * Where the data of the frame being received went: false if it was
+ * thrown away unread (or read remotely, which integrity does not cover).
+ */
+static bool tern_rx_data_kept(struct tern_core_lane *cl,
+			      const struct bio_vec **bvec, unsigned int *nr)
+{
+	struct tern_lane_rx *rx = &cl->pub.rx;
+	struct tern_srv_req *sreq = rx->sreq;
+
+	*bvec = NULL;
+	*nr = 0;
+	if (!rx->data_len)
+		return true;
+	if (rx->hdr.type == TERN_WIRE_REPLY && rx->req) {
+		*bvec = rx->req->bvec;
+		*nr = rx->req->nr_bvec;
+		return true;
+	}
+	if (rx->hdr.type == TERN_WIRE_REQUEST && sreq && !sreq->rx_discard &&
+	    !sreq->nr_rdesc) {
+		*bvec = sreq->rx_bvec ?: sreq->core_bvec;
+		*nr = sreq->rx_bvec ? sreq->rx_nr_bvec : sreq->core_nr_bvec;
+		return true;
+	}
+	return false;
+}
+
 /**
  * tern_lane_rx_header - validate a received header, set up receive buffers
  * @lane: the lane; @lane->rx.hdr holds the 48 header bytes
@@ -647,6 +725,7 @@ int tern_lane_rx_header(struct tern_lane *lane)
 	rx->discard = false;
 	rx->front_len = 0;
 	rx->data_len = 0;
+	iov_iter_kvec(&rx->tag_iter, ITER_DEST, NULL, 0, 0);
 
 	if (le32_to_cpu(hdr->magic) != TERN_WIRE_MAGIC) {
 		tern_lane_proto_err(cl, "bad magic 0x%08x",
@@ -659,11 +738,21 @@ int tern_lane_rx_header(struct tern_lane *lane)
 				    cl->name, hdr->version, TERN_WIRE_VERSION);
 		return -EPROTONOSUPPORT;
 	}
-	crc = tern_crc(hdr, offsetof(struct tern_wire_hdr, hdr_crc));
-	if (crc != le32_to_cpu(hdr->hdr_crc)) {
-		TERN_LANE_STAT(cl, crc_errors, 1);
-		pr_warn_ratelimited("%s: header crc mismatch\n", cl->name);
-		return -EBADMSG;
+	if (cl->rx_mac) {
+		if (!tern_mac_check_hdr(cl->rx_mac, hdr))
+			return tern_rx_bad_tag(cl, "header");
+		rx->tag_kvec.iov_base = rx->tag;
+		rx->tag_kvec.iov_len = sizeof(rx->tag);
+		iov_iter_kvec(&rx->tag_iter, ITER_DEST, &rx->tag_kvec, 1,
+			      sizeof(rx->tag));
+	} else {
+		crc = tern_crc(hdr, offsetof(struct tern_wire_hdr, hdr_crc));
+		if (crc != le32_to_cpu(hdr->hdr_crc)) {
+			TERN_LANE_STAT(cl, crc_errors, 1);
+			pr_warn_ratelimited("%s: header crc mismatch\n",
+					    cl->name);
+			return -EBADMSG;
+		}
 	}
 	flags = le16_to_cpu(hdr->flags);
 	if (!hdr->type || hdr->type > TERN_WIRE_TYPE_MAX ||
@@ -761,8 +850,14 @@ EXPORT_SYMBOL_GPL(tern_lane_rx_progress);
 int tern_lane_rx_front(struct tern_lane *lane)
 {
 	struct tern_core_lane *cl = to_core_lane(lane);
+	struct tern_lane_rx *rx = &lane->rx;
 
-	if (lane->rx.hdr.type == TERN_WIRE_REQUEST)
+	/* before the ULP reads it */
+	if (cl->rx_mac && (rx->front_kvec.iov_base || !rx->front_len) &&
+	    !tern_mac_check_front(cl->rx_mac, rx->front_kvec.iov_base,
+				  rx->front_len, rx->tag))
+		return tern_rx_bad_tag(cl, "front");
+	if (rx->hdr.type == TERN_WIRE_REQUEST)
 		return tern_server_rx_request_front(cl);
 	return 0;
 }
@@ -779,6 +874,16 @@ int tern_lane_rx_done(struct tern_lane *lane)
 	struct tern_core_lane *cl = to_core_lane(lane);
 	struct tern_lane_rx *rx = &lane->rx;
 
+	if (cl->rx_mac) {
+		const struct bio_vec *bvec;
+		unsigned int nr;
+
+		/* before the request or the reply takes effect */
+		if (tern_rx_data_kept(cl, &bvec, &nr) &&
+		    !tern_mac_check_data(cl->rx_mac, bvec, nr, rx->data_len,
+					 rx->tag + TERN_WIRE_PART_TAG_LEN))
+			return tern_rx_bad_tag(cl, "data");
+	}
 	TERN_LANE_STAT(cl, rx_msgs, 1);
 	TERN_LANE_STAT(cl, rx_bytes, sizeof(rx->hdr) + rx->front_len +
 		       rx->data_len);

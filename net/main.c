@@ -229,7 +229,8 @@ int tern_transport_query(const char *name, unsigned int *caps)
 	ops = tern_transport_get(name);
 	if (!ops)
 		return -EPROTONOSUPPORT;
-	*caps = ops->encrypt ? TERN_TRANSPORT_ENCRYPTS : 0;
+	*caps = (ops->encrypt ? TERN_TRANSPORT_ENCRYPTS : 0) |
+		(ops->frame_tags ? TERN_TRANSPORT_SIGNS : 0);
 	tern_transport_put(ops);
 	return 0;
 }

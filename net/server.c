@@ -237,13 +237,21 @@ static bool tern_server_negotiate(struct tern_core_lane *cl,
 	if (!cl->pub.tops->pull)
 		v->features &= ~TERN_FEAT_REMOTE_DATA;
 	/* keys come from the authentication: none without it */
-	if ((v->features & TERN_FEAT_ENCRYPT) &&
+	if ((v->features & (TERN_FEAT_ENCRYPT | TERN_FEAT_INTEGRITY)) &&
 	    !(v->features & TERN_FEAT_AUTH)) {
-		tern_refuse(cl, -EINVAL, "encryption without authentication");
+		tern_refuse(cl, -EINVAL, "encryption or integrity without authentication");
+		return false;
+	}
+	/* the tags replace the crc; encryption already covers every byte */
+	if ((v->features & TERN_FEAT_INTEGRITY) &&
+	    (v->features & (TERN_FEAT_ENCRYPT | TERN_FEAT_DATA_CRC))) {
+		tern_refuse(cl, -EINVAL, "integrity with encryption or data crc");
 		return false;
 	}
 	if (!cl->pub.tops->encrypt)
 		v->features &= ~TERN_FEAT_ENCRYPT;
+	if (!cl->pub.tops->frame_tags)
+		v->features &= ~TERN_FEAT_INTEGRITY;
 	/* what the ULP can hold: let the requester's throttle wait instead */
 	if (ep->max_session_bytes && v->max_data)
 		v->queue_depth = clamp_t(u64, div64_u64(ep->max_session_bytes,
@@ -324,14 +332,22 @@ static int tern_server_bind(struct tern_core_lane *cl,
 	 * (tern_lane_tx_done()). A refusal below closes the lane anyway.
 	 */
 	if (v->features & TERN_FEAT_ENCRYPT) {
-		int err = cl->pub.tops->encrypt(&cl->pub, &cl->auth->rx, false);
+		int err = cl->pub.tops->encrypt(&cl->pub, &cl->auth->rx.aead,
+						false);
 
 		if (err)
 			return err;
-		cl->tx_keys = kmemdup(&cl->auth->tx, sizeof(cl->auth->tx),
-				      GFP_NOIO);
+		cl->tx_keys = kmemdup(&cl->auth->tx.aead,
+				      sizeof(cl->auth->tx.aead), GFP_NOIO);
 		if (!cl->tx_keys)
 			return -ENOMEM;
+	}
+	/* Signed: at the same points */
+	if (v->features & TERN_FEAT_INTEGRITY) {
+		int err = tern_lane_sign(cl, true);
+
+		if (err)
+			return err;
 	}
 
 	mutex_lock(&ep->lock);
@@ -518,6 +534,11 @@ int tern_server_rx_hello(struct tern_core_lane *cl)
 		tern_refuse_auth(cl, -EACCES, "this port requires encryption");
 		return 0;
 	}
+	if (cl->ep->require_integrity &&
+	    !(v.features & (TERN_FEAT_ENCRYPT | TERN_FEAT_INTEGRITY))) {
+		tern_refuse_auth(cl, -EACCES, "this port requires integrity or encryption");
+		return 0;
+	}
 	if (v.features & TERN_FEAT_AUTH)
 		return tern_server_challenge(cl, &v);
 	if (cl->ep->require_auth) {
@@ -546,7 +567,7 @@ int tern_server_rx_auth(struct tern_core_lane *cl)
 		tern_refuse_auth(cl, -EKEYREJECTED, "wrong proof of the key");
 		return 0;
 	}
-	if (a->info.features & TERN_FEAT_ENCRYPT) {
+	if (a->info.features & (TERN_FEAT_ENCRYPT | TERN_FEAT_INTEGRITY)) {
 		err = tern_auth_lane_keys(&a->keys, &cl->hello_rx,
 					  &cl->hello_tx, a->host_proof,
 					  a->target_proof, &a->rx, &a->tx);

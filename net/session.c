@@ -772,7 +772,8 @@ static void tern_fill_hello(struct tern_session *sess, struct tern_core_lane *cl
 	h->cookie = cpu_to_le64(sess->cookie);
 	h->incarnation = cpu_to_le64(sess->ep->incarnation);
 	h->features = cpu_to_le32(neg ? sess->info.features :
-				  (o->data_crc ? TERN_FEAT_DATA_CRC : 0) |
+				  (o->data_crc && !o->integrity ?
+				   TERN_FEAT_DATA_CRC : 0) |
 				  (sess->tops->pull ? TERN_FEAT_REMOTE_DATA : 0));
 	h->max_data = cpu_to_le32(neg ? sess->info.max_data : o->max_data);
 	h->max_front = cpu_to_le32(neg ? sess->info.max_front :
@@ -785,7 +786,9 @@ static void tern_fill_hello(struct tern_session *sess, struct tern_core_lane *cl
 				     o->queue_depth);
 	if (sess->auth_keys) {
 		h->features |= cpu_to_le32(TERN_FEAT_AUTH |
-					   (o->encrypt ? TERN_FEAT_ENCRYPT : 0));
+					   (o->encrypt ? TERN_FEAT_ENCRYPT : 0) |
+					   (o->integrity ?
+					    TERN_FEAT_INTEGRITY : 0));
 		get_random_bytes(h->nonce, sizeof(h->nonce));
 		strscpy_pad(h->identity, sess->identity, sizeof(h->identity));
 	}
@@ -1013,6 +1016,12 @@ int tern_session_rx_hello_ack(struct tern_core_lane *cl)
 				    cl->name, -EKEYREJECTED);
 		return tern_session_refused(cl, -EKEYREJECTED);
 	}
+	if (sess->opts.integrity && !(v.features & TERN_FEAT_INTEGRITY)) {
+		TERN_LANE_STAT(cl, proto_errors, 1);
+		pr_warn_ratelimited("%s: peer does not sign; refusing (%d)\n",
+				    cl->name, -EKEYREJECTED);
+		return tern_session_refused(cl, -EKEYREJECTED);
+	}
 	cl->auth = kzalloc(sizeof(*cl->auth), GFP_NOIO);
 	if (!cl->auth)
 		return -ENOMEM;
@@ -1029,9 +1038,18 @@ int tern_session_rx_hello_ack(struct tern_core_lane *cl)
 	return 0;
 }
 
+static int tern_session_encrypt(struct tern_core_lane *cl)
+{
+	int err = cl->pub.tops->encrypt(&cl->pub, &cl->auth->rx.aead, false);
+
+	return err ?: cl->pub.tops->encrypt(&cl->pub, &cl->auth->tx.aead,
+					    true);
+}
+
 /* The acceptor's verdict on our proof, and its own proof. */
 int tern_session_rx_auth_ack(struct tern_core_lane *cl)
 {
+	u32 features = le32_to_cpu(cl->hello_rx.features);
 	const struct tern_wire_auth *a = &cl->auth_rx;
 	int status = tern_wire_errno(cl, le32_to_cpu(a->status),
 				     -ECONNREFUSED);
@@ -1053,18 +1071,18 @@ int tern_session_rx_auth_ack(struct tern_core_lane *cl)
 				    cl->name, -EKEYREJECTED);
 		return tern_session_refused(cl, -EKEYREJECTED);
 	}
-	/* the acceptor seals what follows its AUTH_ACK, and so do we */
-	if (le32_to_cpu(cl->hello_rx.features) & TERN_FEAT_ENCRYPT) {
+	/* the acceptor seals or signs what follows its AUTH_ACK, as do we */
+	if (features & (TERN_FEAT_ENCRYPT | TERN_FEAT_INTEGRITY)) {
 		struct tern_lane_auth *la = cl->auth;
 		int err;
 
 		err = tern_auth_lane_keys(&la->keys, &cl->hello_tx,
 					  &cl->hello_rx, la->host_proof,
 					  la->target_proof, &la->tx, &la->rx);
-		if (!err)
-			err = cl->pub.tops->encrypt(&cl->pub, &la->rx, false);
-		if (!err)
-			err = cl->pub.tops->encrypt(&cl->pub, &la->tx, true);
+		if (!err && (features & TERN_FEAT_ENCRYPT))
+			err = tern_session_encrypt(cl);
+		if (!err && (features & TERN_FEAT_INTEGRITY))
+			err = tern_lane_sign(cl, false);
 		if (err)
 			return err;
 	}
@@ -1292,7 +1310,8 @@ static int tern_opts_fill(struct tern_session_opts *o,
 	    (o->auth_key && (!o->auth_identity ||
 			     !tern_identity_valid(o->auth_identity,
 						  TERN_WIRE_IDENTITY_LEN))) ||
-	    (o->encrypt && !o->auth_key))
+	    ((o->encrypt || o->integrity) && !o->auth_key) ||
+	    (o->encrypt && o->integrity))
 		return -EINVAL;
 	/* the session copies what it needs of them: nothing dangles */
 	o->auth_identity = NULL;
@@ -1343,8 +1362,10 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 	tops = tern_transport_get(scheme);
 	if (!tops)
 		return ERR_PTR(-EPROTONOSUPPORT);
-	if (o.encrypt && !tops->encrypt) {
-		pr_err("%s: transport %s cannot encrypt\n", ep->name, scheme);
+	if ((o.encrypt && !tops->encrypt) ||
+	    (o.integrity && !tops->frame_tags)) {
+		pr_err("%s: transport %s cannot %s\n", ep->name, scheme,
+		       o.encrypt ? "encrypt" : "sign frames");
 		tern_transport_put(tops);
 		return ERR_PTR(-EPROTONOSUPPORT);
 	}
@@ -1620,6 +1641,7 @@ static const struct {
 	{ "remote_pulls", offsetof(struct tern_stats, remote_pulls) },
 	{ "remote_pushes", offsetof(struct tern_stats, remote_pushes) },
 	{ "submitter_sends", offsetof(struct tern_stats, submitter_sends) },
+	{ "mac_errors",	  offsetof(struct tern_stats, mac_errors) },
 };
 
 static atomic64_t *tern_stat_field(struct tern_stats *st, unsigned int i)

@@ -84,6 +84,7 @@ struct tern_stats {
 	atomic64_t	remote_pulls;	/* responder: data read remotely */
 	atomic64_t	remote_pushes;	/* responder: data written remotely */
 	atomic64_t	submitter_sends; /* sent in a ->push caller's context */
+	atomic64_t	mac_errors;	/* integrity: frames with a wrong tag */
 };
 
 struct tern_core_lane;
@@ -115,6 +116,12 @@ struct tern_auth_keys {
 	u8	traffic[TERN_WIRE_PROOF_LEN];	/* lane keys derive from */
 };
 
+/* One direction's traffic keys, for whichever protection it gets. */
+struct tern_dir_keys {
+	struct tern_lane_keys	aead;			/* TERN_FEAT_ENCRYPT */
+	u8			mac[TERN_WIRE_PROOF_LEN]; /* TERN_FEAT_INTEGRITY */
+};
+
 /* A lane's authentication in progress: freed when its handshake ends. */
 struct tern_lane_auth {
 	struct tern_auth_keys	keys;
@@ -123,8 +130,8 @@ struct tern_lane_auth {
 	bool			awaiting;	/* the peer's AUTH or AUTH_ACK */
 	bool			challenged;	/* responder: HELLO_ACK is out */
 	struct tern_session_info info;		/* responder: negotiated */
-	struct tern_lane_keys	tx;		/* TERN_FEAT_ENCRYPT */
-	struct tern_lane_keys	rx;
+	struct tern_dir_keys	tx;
+	struct tern_dir_keys	rx;
 };
 
 /* A session's per-request counters, per CPU: its lanes run on many. */
@@ -205,6 +212,10 @@ struct tern_core_lane {
 	bool			auth_queued;	/* under tx_lock */
 	/* responder: transmit keys, installed once the AUTH_ACK is sent */
 	struct tern_lane_keys	*tx_keys;
+	struct tern_lane_mac	*tx_mac_next;
+	/* integrity: what signs our frames and checks the peer's, or NULL */
+	struct tern_lane_mac	*tx_mac;	/* the sender's */
+	struct tern_lane_mac	*rx_mac;	/* the receive path's */
 };
 
 static inline struct tern_core_lane *to_core_lane(struct tern_lane *lane)
@@ -302,6 +313,7 @@ struct tern_endpoint {
 	u64				auth_failures;	/* bad or missing proofs */
 	bool				require_auth;
 	bool				require_encrypt;
+	bool				require_integrity;
 	atomic64_t			tx_stalls;
 	/* request data the core allocated for the ULP, and refusals of it */
 	atomic64_t			core_data_bytes;
@@ -385,8 +397,26 @@ bool tern_auth_proof_ok(const u8 *got, const u8 *want);
 int tern_auth_lane_keys(const struct tern_auth_keys *keys,
 			const struct tern_wire_hello *hello,
 			const struct tern_wire_hello *ack, const u8 *host,
-			const u8 *target, struct tern_lane_keys *c2a,
-			struct tern_lane_keys *a2c);
+			const u8 *target, struct tern_dir_keys *c2a,
+			struct tern_dir_keys *a2c);
+
+/* Integrity: a direction's frame MACs (integrity.c). */
+struct tern_lane_mac;
+int tern_lane_sign(struct tern_core_lane *cl, bool after_ack);
+struct tern_lane_mac *tern_mac_alloc(const u8 *key);
+void tern_mac_free(struct tern_lane_mac *mac);
+int tern_mac_sign(struct tern_lane_mac *mac, struct tern_frame *f);
+bool tern_mac_check_hdr(struct tern_lane_mac *mac,
+			const struct tern_wire_hdr *hdr);
+bool tern_mac_check_front(struct tern_lane_mac *mac, const void *front,
+			  u32 len, const u8 *tag);
+bool tern_mac_check_data(struct tern_lane_mac *mac,
+			 const struct bio_vec *bvec, unsigned int nr_bvec,
+			 u32 len, const u8 *tag);
+
+typedef void (*tern_chunk_fn)(void *addr, size_t len, void *arg);
+void tern_bvec_walk(const struct bio_vec *bv, unsigned int nr, u32 skip,
+		    u32 len, tern_chunk_fn fn, void *arg);
 
 /* pages.c */
 void tern_pages_init(void);

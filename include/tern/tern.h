@@ -54,6 +54,9 @@ struct tern_frame {
 	const struct tern_wire_rdesc *rdesc;
 	unsigned int		nr_rdesc;
 	u8			kind;	/* core private: TERN_FRAME_* */
+	/* integrity: sent between header and front, filled at dequeue */
+	u8			tag_len;
+	u8			tag[TERN_WIRE_TAG_LEN];
 };
 
 enum tern_data_dir {
@@ -241,6 +244,8 @@ struct tern_endpoint_ops {
  *	hold back what the ULP could not take [0: no bound]
  * @require_auth: responder: refuse connectors that do not authenticate
  * @require_encrypt: responder: refuse connectors that do not encrypt
+ * @require_integrity: responder: refuse connectors that neither sign
+ *	(TERN_FEAT_INTEGRITY) nor encrypt
  *
  * The caps apply during negotiation; 0 selects the default in brackets.
  */
@@ -254,6 +259,7 @@ struct tern_endpoint_conf {
 	u64				max_session_bytes;
 	bool				require_auth;
 	bool				require_encrypt;
+	bool				require_integrity;
 };
 
 /**
@@ -280,6 +286,9 @@ struct tern_endpoint_conf {
  *	and a peer that does not is refused. Both are copied.
  * @encrypt: with @auth_key: encrypt every lane after its handshake, with
  *	keys both ends derive from it, and refuse a peer that will not
+ * @integrity: with @auth_key and without @encrypt: sign every frame of
+ *	every lane after its handshake (keyed MACs, in place of @data_crc),
+ *	and refuse a peer that will not
  */
 struct tern_session_opts {
 	unsigned int	nr_lanes;
@@ -296,6 +305,7 @@ struct tern_session_opts {
 	const char	*auth_identity;
 	const u8	*auth_key;
 	bool		encrypt;
+	bool		integrity;
 };
 
 #define TERN_LOSS_TIMEOUT_NEVER	UINT_MAX
@@ -401,6 +411,7 @@ int tern_addr_canon(const char *text, char *out, size_t size);
 
 /* What a transport can do, for a ULP that checks its settings early. */
 #define TERN_TRANSPORT_ENCRYPTS	BIT(0)	/* encrypt= and require_encrypt */
+#define TERN_TRANSPORT_SIGNS	BIT(1)	/* integrity= */
 #define TERN_SCHEME_MAX		16	/* with its NUL */
 int tern_transport_query(const char *name, unsigned int *caps);
 

@@ -7,13 +7,15 @@
  * transport owns its connection and worker. Contract:
  *
  *  - Receive: read the 48-byte header and call tern_lane_rx_header(); read
- *    lane->rx.front_len bytes into lane->rx.front_iter and call
+ *    what lane->rx.tag_iter wants (nothing unless the frame is signed),
+ *    then lane->rx.front_len bytes into lane->rx.front_iter and call
  *    tern_lane_rx_front(); read lane->rx.data_len bytes into
  *    lane->rx.data_iter and call tern_lane_rx_done(). Any negative return
  *    means: stop and call tern_lane_error(). Call tern_lane_rx_progress()
  *    whenever bytes of a frame arrive: a lane is alive while they do.
  *  - Transmit: tern_lane_tx_next() hands out the next frame; send header,
- *    front and data, then call tern_lane_tx_done(). The core pokes the
+ *    frame->tag_len bytes of frame->tag, front and data, then call
+ *    tern_lane_tx_done(). The core pokes the
  *    transport with ->kick() when frames are queued.
  *  - All these calls come from one context per lane at a time, in process
  *    context: the lane's worker (or whatever the transport runs it in);
@@ -61,7 +63,10 @@ struct tern_lane_rx {
 	struct iov_iter		front_iter;
 	u32			data_len;
 	struct iov_iter		data_iter;
+	struct iov_iter		tag_iter;	/* empty unless signed */
 	/* core private */
+	u8			tag[TERN_WIRE_TAG_LEN];
+	struct kvec		tag_kvec;
 	struct kvec		front_kvec;
 	struct kvec		data_kvec;	/* remote data descriptors */
 	struct tern_request	*req;		/* reply being received */
@@ -125,6 +130,9 @@ struct tern_lane_keys {
  *	receive path between two frames, and for transmit between two
  *	frames with nothing queued behind. Return: 0 or a negative errno
  *	(the core drops the lane). Without it the transport cannot encrypt.
+ * @frame_tags: the transport sends and receives the tags of signed
+ *	frames (see the contract above), so the core may offer
+ *	TERN_FEAT_INTEGRITY.
  */
 struct tern_transport_ops {
 	struct list_head	entry;
@@ -142,6 +150,7 @@ struct tern_transport_ops {
 			const struct bio_vec *bvec, unsigned int nr_bvec);
 	int	(*encrypt)(struct tern_lane *lane,
 			   const struct tern_lane_keys *keys, bool tx);
+	bool	frame_tags;
 };
 
 int tern_transport_register(struct tern_transport_ops *ops);

@@ -98,7 +98,7 @@ struct tern_tcp_lane {
 	bool			rx_sealed;	/* records are opened by it */
 
 	struct tern_frame	*tx_frame;
-	size_t			tx_off;		/* header+front bytes sent */
+	size_t			tx_off;	/* header, tag and front bytes sent */
 	struct iov_iter		tx_data;
 	bool			tx_splice_all;	/* every data page splices */
 	bool			tx_corked;	/* last frame ended with MSG_MORE */
@@ -227,6 +227,9 @@ static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
 		return 1;
 	}
 	case TERN_TCP_RX_FRONT:
+		ret = tern_tcp_recv_rest(tl, &rx->tag_iter);
+		if (ret != TERN_TCP_ITER_FULL)
+			return ret;
 		ret = tern_tcp_recv_rest(tl, &rx->front_iter);
 		if (ret != TERN_TCP_ITER_FULL)
 			return ret;
@@ -246,30 +249,40 @@ static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
 	return -EINVAL;
 }
 
+/* Header, tag (signed frames) and front: what precedes the data. */
+static size_t tern_tcp_head_len(const struct tern_frame *f)
+{
+	return sizeof(f->hdr) + f->tag_len + tern_frame_front_len(f);
+}
+
 static int tern_tcp_send_head(struct tern_tcp_lane *tl, struct tern_frame *f,
 			      bool more)
 {
-	size_t hlen = sizeof(f->hdr), flen = tern_frame_front_len(f);
+	const struct kvec parts[] = {
+		{ .iov_base = &f->hdr, .iov_len = sizeof(f->hdr) },
+		{ .iov_base = f->tag, .iov_len = f->tag_len },
+		{ .iov_base = (void *)f->front,
+		  .iov_len = tern_frame_front_len(f) },
+	};
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
 	size_t off = tl->tx_off;
-	struct kvec kv[2];
+	struct kvec kv[ARRAY_SIZE(parts)];
+	unsigned int i;
 	int n = 0, ret;
 
-	if (off < hlen) {
-		kv[n].iov_base = (u8 *)&f->hdr + off;
-		kv[n++].iov_len = hlen - off;
+	for (i = 0; i < ARRAY_SIZE(parts); i++) {
+		if (off >= parts[i].iov_len) {
+			off -= parts[i].iov_len;
+			continue;
+		}
+		kv[n].iov_base = (u8 *)parts[i].iov_base + off;
+		kv[n++].iov_len = parts[i].iov_len - off;
 		off = 0;
-	} else {
-		off -= hlen;
-	}
-	if (flen) {
-		kv[n].iov_base = (u8 *)f->front + off;
-		kv[n++].iov_len = flen - off;
 	}
 	if (more)
 		msg.msg_flags |= MSG_MORE;
 	ret = kernel_sendmsg(tl->sock, &msg, kv, n,
-			     hlen + flen - tl->tx_off);
+			     tern_tcp_head_len(f) - tl->tx_off);
 	if (ret > 0)
 		tl->tx_off += ret;
 	return ret;
@@ -382,7 +395,7 @@ static int tern_tcp_send_step(struct tern_tcp_lane *tl)
 				    tern_tcp_frame_splices(f);
 	}
 
-	head = sizeof(f->hdr) + tern_frame_front_len(f);
+	head = tern_tcp_head_len(f);
 	more = tern_lane_tx_pending(tl->lane);
 	if (tl->tx_off < head) {
 		ret = tern_tcp_send_head(tl, f,
@@ -801,6 +814,7 @@ static struct tern_transport_ops tern_tcp_ops = {
 	.push_sleeps	= true,
 	.shutdown	= tern_tcp_shutdown,
 	.encrypt	= tern_tcp_encrypt,
+	.frame_tags	= true,
 };
 
 static int __init tern_tcp_init(void)

@@ -19,8 +19,8 @@ void list_usage(FILE *out)
 	fprintf(out, "usage: %s list [--json]\n\n", ternadm_prog);
 	fprintf(out, "One line per mapped device: name, URI (transport, address, service,\n");
 	fprintf(out, "export), state, lanes, queue depth, size (K, M, G, ... of 1024) and\n");
-	fprintf(out, "flags (crc, auth, encrypt, ro); with --json a JSON array of objects,\n");
-	fprintf(out, "sizes in bytes.\n");
+	fprintf(out, "flags (crc, auth, encrypt, integrity, ro); with --json a JSON array\n");
+	fprintf(out, "of objects, sizes in bytes.\n");
 }
 
 struct list_dev {
@@ -38,6 +38,7 @@ struct list_dev {
 	bool	crc;
 	bool	auth;
 	bool	encrypt;
+	bool	integrity;
 	char	uuid[40];	/* empty: the target names no uuid */
 };
 
@@ -76,6 +77,7 @@ static void list_read(struct list_dev *d)
 	/* a tern_blk from before these shows "?": read as 0 */
 	d->auth = list_u64(d->name, "tern/auth");
 	d->encrypt = list_u64(d->name, "tern/encrypt");
+	d->integrity = list_u64(d->name, "tern/integrity");
 	list_str(d->name, "tern/uuid", d->uuid, sizeof(d->uuid));
 	if (!strcmp(d->uuid, "?"))
 		d->uuid[0] = '\0';
@@ -172,6 +174,7 @@ static void list_json(const struct list_dev *devs, int nr)
 		json_bool(&j, "crc", d->crc);
 		json_bool(&j, "auth", d->auth);
 		json_bool(&j, "encrypt", d->encrypt);
+		json_bool(&j, "integrity", d->integrity);
 		json_str(&j, "uuid", d->uuid);
 		json_close(&j);
 	}
@@ -191,11 +194,12 @@ static void list_text(const struct list_dev *devs, int nr)
 			 host, (unsigned long long)d->service, d->export);
 		human_size(d->size, size, sizeof(size));
 		/* ro last: scripts match " ro$" */
-		printf("%-8s %-36s %-12s lanes %-2llu qd %-4llu size %-7s%s%s%s%s\n",
+		printf("%-8s %-36s %-12s lanes %-2llu qd %-4llu size %-7s%s%s%s%s%s\n",
 		       d->name, uri, d->state, (unsigned long long)d->lanes,
 		       (unsigned long long)d->queue_depth, size,
 		       d->crc ? " crc" : "", d->auth ? " auth" : "",
 		       d->encrypt ? " encrypt" : "",
+		       d->integrity ? " integrity" : "",
 		       d->read_only ? " ro" : "");
 	}
 }

@@ -53,11 +53,15 @@ static const char *const map_help[] = {
 	"  --key DESC         authenticate with the key already in the keyring",
 	"                     under description DESC (keyctl add logon ...)",
 	"  --encrypt          encrypt the connections (TCP; needs a key)",
+	"  --integrity        sign every frame with keyed MACs (TCP; needs a",
+	"                     key; excludes --encrypt and --crc)",
 	"",
 	"--key-file and --key exclude each other. With either, the target and",
 	"this host prove to each other that they hold the host id's key.",
 	"With --encrypt, everything after that proof travels sealed with",
-	"AES-GCM under keys both sides derive from it.",
+	"AES-GCM under keys both sides derive from it; with --integrity, it",
+	"carries HMAC-SHA256 tags instead: tampering is detected, but nothing",
+	"is hidden. The tags replace the data CRC.",
 	"",
 	"Prints the device, /dev/ternN. An export already mapped with the same",
 	"transport, address, port, export and host id gives that device.",
@@ -82,6 +86,7 @@ enum {
 	OPT_KEY_FILE,
 	OPT_KEY,
 	OPT_ENCRYPT,
+	OPT_INTEGRITY,
 	OPT_NEW,
 	OPT_HELP,
 	OPT_END,
@@ -99,6 +104,7 @@ static const struct option map_opts[] = {
 	{ "key-file",		required_argument, NULL, OPT_KEY_FILE },
 	{ "key",		required_argument, NULL, OPT_KEY },
 	{ "encrypt",		no_argument,	   NULL, OPT_ENCRYPT },
+	{ "integrity",		no_argument,	   NULL, OPT_INTEGRITY },
 	{ "new",		no_argument,	   NULL, OPT_NEW },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -121,6 +127,7 @@ struct map_args {
 	bool		crc;
 	bool		read_only;
 	bool		encrypt;
+	bool		integrity;
 	const char	*host;
 	const char	*key_file;
 	const char	*key;		/* a keyring key's description */
@@ -180,6 +187,9 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 		case OPT_ENCRYPT:
 			a->encrypt = true;
 			break;
+		case OPT_INTEGRITY:
+			a->integrity = true;
+			break;
 		case OPT_HOST:
 			if (!valid_name(optarg))
 				return bad_value("host", optarg,
@@ -233,8 +243,20 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 		ternadm_err("map: --key-file and --key exclude each other");
 		return EXIT_USAGE;
 	}
+	if (a->integrity && a->encrypt) {
+		ternadm_err("map: --integrity and --encrypt exclude each other: encryption already authenticates every byte");
+		return EXIT_USAGE;
+	}
+	if (a->integrity && a->crc) {
+		ternadm_err("map: --integrity and --crc exclude each other: the MACs replace the data CRC");
+		return EXIT_USAGE;
+	}
 	if (a->encrypt && !a->key_file && !a->key) {
 		ternadm_err("map: --encrypt needs --key-file or --key: the keys come from the authentication");
+		return EXIT_USAGE;
+	}
+	if (a->integrity && !a->key_file && !a->key) {
+		ternadm_err("map: --integrity needs --key-file or --key: the keys come from the authentication");
 		return EXIT_USAGE;
 	}
 	why = parse_uri(argv[optind], true, &a->uri);
@@ -298,12 +320,13 @@ static int map_opts_string(const struct map_args *a, char *buf, size_t len)
 	const struct tern_uri *u = &a->uri;
 	int n;
 
-	n = snprintf(buf, len, "transport=%s,address=%s,service=%u,export=%s%s%s%s%s%s",
+	n = snprintf(buf, len, "transport=%s,address=%s,service=%u,export=%s%s%s%s%s%s%s",
 		     u->scheme, u->address, u->port, u->path,
 		     a->host ? ",host=" : "", a->host ?: "",
 		     a->crc ? ",crc=1" : "",
 		     a->read_only ? ",read_only=1" : "",
-		     a->encrypt ? ",encrypt=1" : "");
+		     a->encrypt ? ",encrypt=1" : "",
+		     a->integrity ? ",integrity=1" : "");
 	if (n < 0 || (size_t)n >= len)
 		return -1;
 	/* the key's description; the secret stays in the keyring */
@@ -334,15 +357,15 @@ static const char *map_hint(int err)
 	case EINVAL:
 		return " (the kernel log says which)";
 	case EPROTONOSUPPORT:
-		return ": no such transport, or it cannot encrypt (tcp only)";
+		return ": no such transport, or it cannot encrypt or sign (tcp only)";
 	case ENOENT:
 		return ": no such export on the target";
 	case EACCES:
-		return ": refused by the target (host id, or it requires a key or encryption)";
+		return ": refused by the target (host id, or it wants a key, encryption or MACs)";
 	case ENOKEY:
 		return ": no such key here, or the target has none for the host id or wants one";
 	case EKEYREJECTED:
-		return ": the keys do not match, or the target does not authenticate or encrypt";
+		return ": the keys differ, or the target does not authenticate, encrypt or sign";
 	case EEXIST:
 		return ": mapped already, without what this asks for (unmap it, or --new)";
 	default:

@@ -87,6 +87,7 @@ struct r_port {
 	u64		max_queue_depth;
 	bool		require_auth;
 	bool		require_encrypt;
+	bool		require_integrity;
 	bool		enabled;
 	const struct jval *exports;	/* names, checked */
 };
@@ -275,7 +276,7 @@ static int r_port(const struct r_where *w, const struct jval *o,
 	static const char *const keys[] = {
 		"name", "transport", "address", "service", "max_lanes",
 		"max_queue_depth", "require_auth", "require_encrypt",
-		"enabled", "exports", NULL,
+		"require_integrity", "enabled", "exports", NULL,
 	};
 	unsigned char addr[16];
 	size_t i, j;
@@ -289,6 +290,7 @@ static int r_port(const struct r_where *w, const struct jval *o,
 		  &p->max_queue_depth) ||
 	    r_bool(w, o, "require_auth", false, &p->require_auth) ||
 	    r_bool(w, o, "require_encrypt", false, &p->require_encrypt) ||
+	    r_bool(w, o, "require_integrity", false, &p->require_integrity) ||
 	    r_bool(w, o, "enabled", true, &p->enabled) ||
 	    r_names(w, o, "exports", RESTORE_MAX, &p->exports))
 		return -1;
@@ -594,7 +596,9 @@ static int r_make_port(struct r_made *m, const struct r_port *p)
 	     r_set("port", p->name, "max_queue_depth", num)) ||
 	    (p->require_auth && r_set("port", p->name, "require_auth", "1")) ||
 	    (p->require_encrypt &&
-	     r_set("port", p->name, "require_encrypt", "1")))
+	     r_set("port", p->name, "require_encrypt", "1")) ||
+	    (p->require_integrity &&
+	     r_set("port", p->name, "require_integrity", "1")))
 		return -1;
 	/* linked before it listens: a client never sees a partial port */
 	for (i = 0; p->exports && i < p->exports->n; i++) {

@@ -7,6 +7,7 @@
  *   ternadm target export del NAME
  *   ternadm target port add NAME URI [--max-lanes N] [--max-queue-depth N]
  *                                  [--require-auth] [--require-encrypt]
+ *                                  [--require-integrity]
  *   ternadm target port del NAME
  *   ternadm target link PORT EXPORT
  *   ternadm target unlink PORT EXPORT
@@ -59,6 +60,8 @@ static const char *const target_help[] = {
 	"                         (default 256)",
 	"  --require-auth         refuse connections that do not authenticate",
 	"  --require-encrypt      refuse connections that do not encrypt (tcp)",
+	"  --require-integrity    refuse connections that neither sign nor",
+	"                         encrypt (tcp)",
 	"",
 	"export del refuses an export still linked to a port; port del",
 	"removes the port's links.",
@@ -83,7 +86,7 @@ void target_usage(FILE *out)
 	fprintf(out, "       %s target port add NAME URI [--max-lanes N]\n",
 		ternadm_prog);
 	fprintf(out, "                 [--max-queue-depth N] [--require-auth]\n");
-	fprintf(out, "                 [--require-encrypt]\n");
+	fprintf(out, "                 [--require-encrypt] [--require-integrity]\n");
 	fprintf(out, "       %s target port del NAME\n", ternadm_prog);
 	fprintf(out, "       %s target link PORT EXPORT\n", ternadm_prog);
 	fprintf(out, "       %s target unlink PORT EXPORT\n", ternadm_prog);
@@ -247,6 +250,7 @@ enum {
 	OPT_MAX_QUEUE_DEPTH,
 	OPT_REQUIRE_AUTH,
 	OPT_REQUIRE_ENCRYPT,
+	OPT_REQUIRE_INTEGRITY,
 	OPT_KEY_FILE,
 	OPT_CLEAR,
 	OPT_UUID,
@@ -492,6 +496,7 @@ static const struct option port_add_opts[] = {
 	{ "max-queue-depth",	required_argument, NULL, OPT_MAX_QUEUE_DEPTH },
 	{ "require-auth",	no_argument,	   NULL, OPT_REQUIRE_AUTH },
 	{ "require-encrypt",	no_argument,	   NULL, OPT_REQUIRE_ENCRYPT },
+	{ "require-integrity",	no_argument,	   NULL, OPT_REQUIRE_INTEGRITY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -519,6 +524,7 @@ static int port_add(int argc, char **argv)
 	char num[16], lanes[16] = "", depth[16] = "";
 	const char *why, *name;
 	bool require_auth = false, require_encrypt = false;
+	bool require_integrity = false;
 	struct tern_uri u;
 	int c;
 
@@ -541,6 +547,9 @@ static int port_add(int argc, char **argv)
 			break;
 		case OPT_REQUIRE_ENCRYPT:
 			require_encrypt = true;
+			break;
+		case OPT_REQUIRE_INTEGRITY:
+			require_integrity = true;
 			break;
 		case '?':
 		default:
@@ -571,6 +580,8 @@ static int port_add(int argc, char **argv)
 	    (require_auth && target_set("port", name, "require_auth", "1")) ||
 	    (require_encrypt &&
 	     target_set("port", name, "require_encrypt", "1")) ||
+	    (require_integrity &&
+	     target_set("port", name, "require_integrity", "1")) ||
 	    target_set("port", name, "enable", "1")) {
 		target_undo("port", name);
 		return EXIT_FAILED;
@@ -967,7 +978,7 @@ static int show_link(const struct link_info *l, void *arg)
 static void show_port(const char *name, bool json, bool first)
 {
 	char tr[16], addr[64], host[72], svc[16], en[8], uri[128];
-	char lanes[16], depth[16], auth[8], enc[8];
+	char lanes[16], depth[16], auth[8], enc[8], integ[8];
 	struct show_ctx c = { .json = json };
 	struct json j;
 
@@ -978,13 +989,15 @@ static void show_port(const char *name, bool json, bool first)
 	show_attr("port", name, "max_queue_depth", depth, sizeof(depth));
 	show_attr("port", name, "require_auth", auth, sizeof(auth));
 	show_attr("port", name, "require_encrypt", enc, sizeof(enc));
+	show_attr("port", name, "require_integrity", integ, sizeof(integ));
 	show_attr("port", name, "enable", en, sizeof(en));
 	if (!json) {
 		uri_host(host, sizeof(host), addr[0] ? addr : "-");
 		snprintf(uri, sizeof(uri), "%s://%s:%s", tr, host, svc);
-		printf("port   %-16s %-32s %-8s %s%s exports", name, uri,
+		printf("port   %-16s %-32s %-8s %s%s%s exports", name, uri,
 		       en[0] == '1' ? "enabled" : "disabled", auth_word(auth),
-		       enc[0] == '1' ? " encrypt-required" : "");
+		       enc[0] == '1' ? " encrypt-required" : "",
+		       integ[0] == '1' ? " integrity-required" : "");
 		walk_links(name, show_link, &c);
 		printf("%s\n", c.nr ? "" : " -");
 		return;
@@ -1000,6 +1013,7 @@ static void show_port(const char *name, bool json, bool first)
 	json_u64(&j, "max_queue_depth", strtoull(depth, NULL, 10));
 	json_bool(&j, "require_auth", auth[0] == '1');
 	json_bool(&j, "require_encrypt", enc[0] == '1');
+	json_bool(&j, "require_integrity", integ[0] == '1');
 	json_bool(&j, "enabled", en[0] == '1');
 	json_key(&j, "exports");
 	fputc('[', stdout);

@@ -58,13 +58,27 @@ struct tern_wire_hdr {
 	__le32	hdr_crc;	/* crc32c of the preceding 44 bytes */
 };
 
+/*
+ * Integrity (TERN_FEAT_INTEGRITY): once a direction is signed, data_crc
+ * and hdr_crc together hold the header's tag, and every frame carries
+ * TERN_WIRE_TAG_LEN more bytes between its header and its front: the
+ * front's tag, then the data's. Each tag is the first 8 bytes of an
+ * HMAC-SHA256 under the direction's key; Documentation/protocol.rst,
+ * "Integrity", has what each covers.
+ */
+#define TERN_WIRE_HDR_TAG_OFF	40	/* offsetof(data_crc) */
+#define TERN_WIRE_PART_TAG_LEN	8
+#define TERN_WIRE_TAG_LEN	(2 * TERN_WIRE_PART_TAG_LEN)
+
 /* Feature bits carried in tern_wire_hello.features. */
 #define TERN_FEAT_DATA_CRC	(1U << 0)
 #define TERN_FEAT_REMOTE_DATA	(1U << 1)	/* TERN_WIRE_F_REMOTE allowed */
 #define TERN_FEAT_AUTH		(1U << 2)	/* mutual authentication */
 #define TERN_FEAT_ENCRYPT	(1U << 3)	/* AEAD after the handshake */
+#define TERN_FEAT_INTEGRITY	(1U << 4)	/* MACs after the handshake */
 #define TERN_FEAT_ALL		(TERN_FEAT_DATA_CRC | TERN_FEAT_REMOTE_DATA | \
-				 TERN_FEAT_AUTH | TERN_FEAT_ENCRYPT)
+				 TERN_FEAT_AUTH | TERN_FEAT_ENCRYPT | \
+				 TERN_FEAT_INTEGRITY)
 
 /*
  * Remote data descriptor (TERN_FEAT_REMOTE_DATA). A REQUEST with
@@ -126,7 +140,9 @@ struct tern_wire_auth {
 
 #ifdef __KERNEL__
 #include <linux/build_bug.h>
+#include <linux/stddef.h>
 static_assert(sizeof(struct tern_wire_hdr) == 48);
+static_assert(offsetof(struct tern_wire_hdr, data_crc) == TERN_WIRE_HDR_TAG_OFF);
 static_assert(sizeof(struct tern_wire_hello) == 152);
 static_assert(sizeof(struct tern_wire_auth) == 40);
 static_assert(sizeof(struct tern_wire_rdesc) == 16);

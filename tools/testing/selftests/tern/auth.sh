@@ -24,7 +24,12 @@
 #    device writes without --encrypt and never with it; a port with
 #    require_encrypt refuses a client that does not encrypt; a byte
 #    flipped on the wire (tamper_proxy.py) resets the lane and no damaged
-#    data reaches the device, where without encryption it does.
+#    data reaches the device, where without encryption it does;
+#  - signed (--integrity, TCP): crc off, data intact, and the capture does
+#    show the pattern (nothing is hidden); a byte flipped either way
+#    resets the lane (mac_errors move) and the data stays intact; a port
+#    with require_integrity refuses a client that neither signs nor
+#    encrypts, and a target that does not sign is refused (a downgrade).
 # The keyring, hostile-target, probe and encryption cases run over TCP
 # only.
 
@@ -36,6 +41,7 @@ WORK=/var/tmp/tern-auth
 SVC=7470		# port p0: authentication optional
 SVC_REQ=7471		# port p1: require_auth
 SVC_ENC=7472		# port p2: require_encrypt
+SVC_INT=7473		# port p3: require_integrity
 SVC_PROXY=7475		# tamper_proxy.py in front of p0
 HT_PORT=7480		# the hostile targets
 DEVF=$WORK/dev
@@ -163,9 +169,13 @@ fake_targets() {
 			out=$(map_uri "$uri" --lanes 1 --host h1 \
 				--key-file "$WORK/k1") && adm unmap "$out" ||
 				{ echo "goodauth refused"; rc=1; }
-			# it proves the key but cannot encrypt: a downgrade
+			# it proves the key but cannot encrypt or sign: a
+			# downgrade
 			expect_fail "rejected" map_uri "$uri" --lanes 1 \
 				--host h1 --key-file "$WORK/k1" --encrypt || rc=1
+			expect_fail "rejected" map_uri "$uri" --lanes 1 \
+				--host h1 --key-file "$WORK/k1" --integrity ||
+				rc=1
 		else
 			expect_fail "rejected" map_uri "$uri" --lanes 1 \
 				--host h1 --key-file "$WORK/k1" || rc=1
@@ -174,7 +184,7 @@ fake_targets() {
 		wait $! 2>/dev/null
 		! grep ACCEPTED "$WORK/ht.$c" || rc=1
 	done
-	dmesg | grep "failed to prove the key\|does not authenticate\|does not encrypt"
+	dmesg | grep "failed to prove the key\|does not authenticate\|does not encrypt\|does not sign"
 	return $rc
 }
 
@@ -226,32 +236,66 @@ encrypt_capture() {
 	[ "$n" = 0 ]
 }
 
-encrypt_policy() {
-	local dev rc=0
+# port_policy PORT SVC FLAG OPTION...: a port with FLAG refuses a client
+# that authenticates without any OPTION, and one without a key; it takes
+# one with each OPTION
+port_policy() {
+	local port=$1 svc=$2 flag=$3 dev opt rc=0
 
-	adm target port add p2 "tcp://$ADDR:$SVC_ENC" --require-encrypt &&
-		adm target link p2 vol0 || return 1
-	expect_fail "ermission denied" map_dev vol0 "$SVC_ENC" --host h1 \
+	shift 3
+	adm target port add "$port" "tcp://$ADDR:$svc" "$flag" &&
+		adm target link "$port" vol0 || return 1
+	expect_fail "ermission denied" map_dev vol0 "$svc" --host h1 \
 		--key-file "$WORK/k1" || rc=1
-	expect_fail "ermission denied" map_dev vol0 "$SVC_ENC" --host h3 ||
-		rc=1
-	dev=$(map_dev vol0 "$SVC_ENC" --host h1 --key-file "$WORK/k1" \
-		--encrypt) && adm unmap "$dev" || rc=1
+	expect_fail "ermission denied" map_dev vol0 "$svc" --host h3 || rc=1
+	for opt in "$@"; do
+		dev=$(map_dev vol0 "$svc" --host h1 --key-file "$WORK/k1" \
+			"$opt") && adm unmap "$dev" || rc=1
+	done
 	return $rc
 }
 
-# RDMA cannot encrypt: the client says so at once, nothing is made
+# RDMA can neither encrypt nor sign: the client says so at once, nothing
+# is made
 rdma_no_encrypt() {
 	expect_fail "not supported" map_dev vol0 "$SVC" --host h1 \
-		--key-file "$WORK/k1" --encrypt
+		--key-file "$WORK/k1" --encrypt &&
+		expect_fail "not supported" map_dev vol0 "$SVC" --host h1 \
+			--key-file "$WORK/k1" --integrity
 }
 
-# tamper_run OPTIONS...: map through a proxy that flips one byte of the
-# first 1 MiB write's data, write the canary, print "intact" or "damaged"
-tamper_run() {
-	local dev pid out=damaged
+# Signed: every frame carries tags, the data CRC is off, nothing is hidden
+integrity_capture() {
+	local dev n e0
 
-	python3 "$dir/tamper_proxy.py" "$SVC_PROXY" "$SVC" 300000 \
+	e0=$(total_of mac_errors)
+	dev=$(map_dev vol0 "$SVC" --lanes 2 --host h1 --key-file "$WORK/k1" \
+		--integrity) || return 1
+	echo "sysfs: integrity $(cat "/sys/block/$dev/tern/integrity") encrypt $(cat "/sys/block/$dev/tern/encrypt") crc $(cat "/sys/block/$dev/tern/crc")"
+	[ "$(cat "/sys/block/$dev/tern/integrity")" = 1 ] &&
+		[ "$(cat "/sys/block/$dev/tern/encrypt")" = 0 ] &&
+		[ "$(cat "/sys/block/$dev/tern/crc")" = 0 ] || return 1
+	n=$(wire_canaries "$SVC" "$dev")
+	adm unmap "$dev" || return 1
+	echo "signed: $n captured segments show the pattern, mac_errors +$(($(total_of mac_errors) - e0))"
+	[ "$n" -gt 0 ] && [ "$(total_of mac_errors)" = "$e0" ]
+}
+
+# encryption covers every byte too; the two exclude each other
+integrity_policy() {
+	port_policy p3 "$SVC_INT" --require-integrity --integrity --encrypt &&
+		expect_fail "exclude each other" map_dev vol0 "$SVC_INT" \
+			--host h1 --key-file "$WORK/k1" --integrity --encrypt
+}
+
+# tamper_run [back] OPTIONS...: map through a proxy that flips one byte
+# of the first 1 MiB write's data (with "back": of the data read back),
+# write the canary, print "intact" or "damaged"
+tamper_run() {
+	local dev pid out=damaged back=
+
+	[ "$1" = back ] && { back=back; shift; }
+	python3 "$dir/tamper_proxy.py" "$SVC_PROXY" "$SVC" 300000 $back \
 		> "$WORK/proxy.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 50); do
@@ -287,6 +331,28 @@ tamper() {
 	[ "$r" = intact ] && [ "$resets" -gt 0 ]
 }
 
+# tamper_signed [back]: a flipped byte breaks a tag; the lane resets
+tamper_signed() {
+	local r resets e0 mark="tern auth.sh: tamper_signed $1 $$ $SECONDS"
+
+	e0=$(total_of mac_errors)
+	echo "$mark" > /dev/kmsg
+	r=$(tamper_run $1 --integrity)
+	resets=$(dmesg | sed -n "/$mark/,\$p" | grep -c "lane down (-74)")
+	echo "signed${1:+, flipped on the way back}: $r, lanes reset: $resets, mac_errors +$(($(total_of mac_errors) - e0))"
+	[ "$r" = intact ] && [ "$resets" -gt 0 ] &&
+		[ "$(total_of mac_errors)" -gt "$e0" ]
+}
+
+tamper_integrity() {
+	local r
+
+	r=$(tamper_run back)
+	echo "authenticated only, flipped on the way back: $r"
+	[ "$r" = damaged ] || return 1
+	tamper_signed && tamper_signed back
+}
+
 revoke() {
 	local dev t0 rc=0
 	dev=$(map_dev vol0 "$SVC" --lanes 2 --host h1 --key-file "$WORK/k1" \
@@ -312,7 +378,7 @@ teardown() {
 	local h
 	[ -s "$DEVF" ] && adm unmap "$(cat "$DEVF")"
 	keyctl clear @u 2>/dev/null
-	for h in p0 p1 p2; do
+	for h in p0 p1 p2 p3; do
 		[ -d "$CFG/ports/$h" ] || continue
 		echo 0 > "$CFG/ports/$h/enable"
 		rm -f "$CFG/ports/$h"/exports/*
@@ -330,7 +396,7 @@ if ! blk_transport_ready; then
 	ktap_finish
 fi
 if [ "$TRANSPORT" = tcp ]; then
-	ktap_plan 13
+	ktap_plan 16
 else
 	ktap_plan 7
 fi
@@ -351,12 +417,18 @@ if [ "$TRANSPORT" = tcp ]; then
 		probe "$SVC_REQ" req
 	check "encrypted: the capture shows no plaintext (and does without it)" \
 		encrypt_capture
-	check "require_encrypt refuses clients that do not encrypt; RDMA cannot" \
-		encrypt_policy
+	check "require_encrypt refuses clients that do not encrypt" \
+		port_policy p2 "$SVC_ENC" --require-encrypt --encrypt
 	check "a flipped byte resets the encrypted lane, data intact (damaged without)" \
 		tamper
+	check "signed: integrity=1, crc=0, data intact, the capture shows it" \
+		integrity_capture
+	check "require_integrity refuses clients that neither sign nor encrypt" \
+		integrity_policy
+	check "a byte flipped either way resets the signed lane, data intact (damaged without)" \
+		tamper_integrity
 else
-	check "--encrypt over $TRANSPORT: refused, the transport cannot encrypt" \
+	check "--encrypt and --integrity over $TRANSPORT: refused, the transport cannot" \
 		rdma_no_encrypt
 fi
 check "revoking the key ends the session: I/O fails in time, unmap works" revoke

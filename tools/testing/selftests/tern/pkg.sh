@@ -218,8 +218,8 @@ write_config() {
 	{"name":"vol1","device_path":"$WORK/file0","read_only":true,"require_auth":true,"enabled":true,"allowed_hosts":["pkg-host","other"]}
 	],
 	"ports":[
-	{"name":"p0","transport":"tcp","address":"127.0.0.1","service":7447,"max_lanes":2,"max_queue_depth":0,"require_auth":false,"require_encrypt":false,"enabled":true,"exports":["vol1","vol0"]},
-	{"name":"p1","transport":"tcp","address":"::1","service":7448,"max_lanes":0,"max_queue_depth":64,"require_auth":true,"require_encrypt":false,"enabled":true,"exports":["vol1"]}
+	{"name":"p0","transport":"tcp","address":"127.0.0.1","service":7447,"max_lanes":2,"max_queue_depth":0,"require_auth":false,"require_encrypt":false,"require_integrity":false,"enabled":true,"exports":["vol1","vol0"]},
+	{"name":"p1","transport":"tcp","address":"::1","service":7448,"max_lanes":0,"max_queue_depth":64,"require_auth":true,"require_encrypt":false,"require_integrity":false,"enabled":true,"exports":["vol1"]}
 	],
 	"hosts":[
 	{"name":"pkg-host","key_set":true}

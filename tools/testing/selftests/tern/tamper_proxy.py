@@ -3,19 +3,21 @@
 #
 # A TCP relay that damages one byte: listens on 127.0.0.1:LISTEN, joins
 # every connection to 127.0.0.1:TARGET, and flips the low bit of the
-# byte at offset AT of the first connection's client-to-target stream,
-# once. Everything else passes unchanged, so the damage is what a bad
-# link or a meddler on the path would do to one segment. auth.sh puts
-# it between tern_blk and tern_target. Prints "listening" when ready
-# and "flipped" when it has done it.
+# byte at offset AT of the first connection's client-to-target stream
+# (or, with "back", of its target-to-client stream), once. Everything
+# else passes unchanged, so the damage is what a bad link or a meddler
+# on the path would do to one segment. auth.sh puts it between tern_blk
+# and tern_target. Prints "listening" when ready and "flipped" when it
+# has done it.
 #
-# Usage: tamper_proxy.py LISTEN TARGET AT
+# Usage: tamper_proxy.py LISTEN TARGET AT [back]
 
 import socket
 import sys
 import threading
 
 listen_port, target_port, flip_at = (int(a) for a in sys.argv[1:4])
+flip_back = sys.argv[4:] == ["back"]
 flip_lock = threading.Lock()
 flip_pending = [True]
 
@@ -56,9 +58,11 @@ def main():
     while True:
         client, _ = lsock.accept()
         target = socket.create_connection(("127.0.0.1", target_port))
-        threading.Thread(target=pump, args=(client, target, first),
+        threading.Thread(target=pump,
+                         args=(client, target, first and not flip_back),
                          daemon=True).start()
-        threading.Thread(target=pump, args=(target, client, False),
+        threading.Thread(target=pump,
+                         args=(target, client, first and flip_back),
                          daemon=True).start()
         first = False
 

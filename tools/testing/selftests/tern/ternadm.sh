@@ -99,6 +99,7 @@ list_shows() {
 	for k, v in want.items():
 	    assert d.get(k) == v, (k, d.get(k), v)
 	assert d.get("auth") is False and d.get("encrypt") is False, d
+	assert d.get("integrity") is False, d
 	EOF
 	# 32 MiB of brd, in units of 1024
 	adm list | grep -q "^${DEV#/dev/} .* size 32.0M  *crc$"
@@ -136,7 +137,7 @@ ctl_lists_options() {
 	line=$(head -n 1 "$CTL") || return 1
 	echo "$line"
 	for k in transport address service export host lanes queue_depth crc \
-		read_only loss_timeout key encrypt duplicate; do
+		read_only loss_timeout key encrypt integrity duplicate; do
 		[[ ,$line, == *",$k="* ]] || { echo "no $k"; return 1; }
 	done
 }
