@@ -654,8 +654,9 @@ static int tern_rx_check_ping(struct tern_core_lane *cl, bool want_requester)
 	return 0;
 }
 
-/* Fields a frame type does not use must be zero. */
-static bool tern_rx_reserved_set(const struct tern_wire_hdr *hdr)
+/* Fields a frame type does not use must be zero; @tagged: data_crc is. */
+static bool tern_rx_reserved_set(const struct tern_wire_hdr *hdr,
+				 bool tagged)
 {
 	switch (hdr->type) {
 	case TERN_WIRE_REQUEST:
@@ -665,7 +666,7 @@ static bool tern_rx_reserved_set(const struct tern_wire_hdr *hdr)
 		       !(le16_to_cpu(hdr->flags) & TERN_WIRE_F_REMOTE);
 	default:
 		return hdr->tid || hdr->buf_len || hdr->status ||
-		       hdr->data_crc || hdr->flags;
+		       (hdr->data_crc && !tagged) || hdr->flags;
 	}
 }
 
@@ -772,7 +773,7 @@ int tern_lane_rx_header(struct tern_lane *lane)
 				    le32_to_cpu(hdr->ack), READ_ONCE(cl->tx_seq));
 		return -EPROTO;
 	}
-	if (tern_rx_reserved_set(hdr)) {
+	if (tern_rx_reserved_set(hdr, cl->rx_mac)) {
 		tern_lane_proto_err(cl, "reserved fields set in frame type %u",
 				    hdr->type);
 		return -EPROTO;

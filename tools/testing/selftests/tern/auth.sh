@@ -264,11 +264,17 @@ rdma_no_encrypt() {
 			--key-file "$WORK/k1" --integrity
 }
 
-# Signed: every frame carries tags, the data CRC is off, nothing is hidden
+# Signed: every frame carries tags, the data CRC is off, nothing is
+# hidden; keepalives every 200 ms pass as well as I/O does: no protocol
+# or tag error (under emulation a 600 ms keepalive timeout may still
+# reconnect a lane, which says nothing of the tags)
 integrity_capture() {
-	local dev n e0
+	local dev n e0 p0 r0 t0
 
 	e0=$(total_of mac_errors)
+	p0=$(total_of proto_errors)
+	r0=$(total_of reconnects)
+	t0=$(total_of tx_msgs)
 	dev=$(map_dev vol0 "$SVC" --lanes 2 --host h1 --key-file "$WORK/k1" \
 		--integrity) || return 1
 	echo "sysfs: integrity $(cat "/sys/block/$dev/tern/integrity") encrypt $(cat "/sys/block/$dev/tern/encrypt") crc $(cat "/sys/block/$dev/tern/crc")"
@@ -276,9 +282,11 @@ integrity_capture() {
 		[ "$(cat "/sys/block/$dev/tern/encrypt")" = 0 ] &&
 		[ "$(cat "/sys/block/$dev/tern/crc")" = 0 ] || return 1
 	n=$(wire_canaries "$SVC" "$dev")
+	echo 200 > "/sys/block/$dev/tern/keepalive_ms" && sleep 2 || return 1
 	adm unmap "$dev" || return 1
-	echo "signed: $n captured segments show the pattern, mac_errors +$(($(total_of mac_errors) - e0))"
-	[ "$n" -gt 0 ] && [ "$(total_of mac_errors)" = "$e0" ]
+	echo "signed: $n captured segments show the pattern; mac_errors +$(($(total_of mac_errors) - e0)), proto_errors +$(($(total_of proto_errors) - p0)), reconnects +$(($(total_of reconnects) - r0)), frames +$(($(total_of tx_msgs) - t0))"
+	[ "$n" -gt 0 ] && [ "$(total_of mac_errors)" = "$e0" ] &&
+		[ "$(total_of proto_errors)" = "$p0" ]
 }
 
 # encryption covers every byte too; the two exclude each other

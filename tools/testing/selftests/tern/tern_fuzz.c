@@ -53,7 +53,12 @@
  * HELLO (-ENOKEY if -M says the port requires authentication, else let
  * in), and AUTHs the acceptor must drop the lane for without an AUTH_ACK
  * of status 0: as the first frame, before the HELLO_ACK, with reserved
- * fields set, two of them, an AUTH_ACK from the connector. Last, the good
+ * fields set, two of them, an AUTH_ACK from the connector. Then signed
+ * lanes (TERN_FEAT_INTEGRITY), their keys and tags computed here from
+ * protocol.rst: PONGs whose every tag must check out, and PINGs with a
+ * wrong header, front or data tag, without tags, or replayed, each of
+ * which must be dropped unanswered; integrity without authentication or
+ * with the data CRC or encryption is refused (-EINVAL). Last, the good
  * session must still answer. A first line checks SHA-256, HMAC-SHA256,
  * the key schedule and key strings against known answers.
  *
@@ -376,6 +381,7 @@ static void hmac_sha256(const void *key, size_t key_len, const void *data,
 #define AUTH_SALT		"tern-v2 auth"
 #define AUTH_HOST_LABEL		"tern-v2 host proof"
 #define AUTH_TARGET_LABEL	"tern-v2 target proof"
+#define AUTH_TRAFFIC_LABEL	"tern-v2 traffic"
 #define KEY_PREFIX		"TERNKEY-1:"
 /* "TERNKEY-1:" + base64 of the secret and its CRC32C (48) + ":" */
 #define KEY_TEXT_LEN		(sizeof(KEY_PREFIX) - 1 + 48 + 1)
@@ -384,6 +390,7 @@ static void hmac_sha256(const void *key, size_t key_len, const void *data,
 struct auth_keys {
 	u8	host[SHA256_LEN];	/* the connector proves with */
 	u8	target[SHA256_LEN];	/* the acceptor proves with */
+	u8	traffic[SHA256_LEN];	/* lane keys derive from */
 };
 
 /* An identity and its secret, from -i and -k (or -O and -o). */
@@ -417,6 +424,7 @@ static void auth_derive(const u8 *secret, const char *identity,
 		    prk);
 	auth_expand(prk, AUTH_HOST_LABEL, identity, k->host);
 	auth_expand(prk, AUTH_TARGET_LABEL, identity, k->target);
+	auth_expand(prk, AUTH_TRAFFIC_LABEL, identity, k->traffic);
 	memset(prk, 0, sizeof(prk));
 }
 
@@ -1342,8 +1350,17 @@ static const char *const type_names[] = {
  * it: the fronts the proofs cover, the HELLO and AUTH exactly as sent (to
  * replay them), and a transcript for the diagnostics.
  */
+/* Integrity: one direction's MAC key and its frames so far. */
+struct sign_dir {
+	bool	on;
+	u8	key[SHA256_LEN];
+	u64	frames;
+};
+
 struct alane {
 	int			fd;
+	struct sign_dir		tx, rx;		/* TERN_FEAT_INTEGRITY */
+	char			spoil;		/* al_send(): a tag to damage */
 	u32			tx_seq;		/* last frame sent */
 	u32			rx_seq;		/* last frame received */
 	struct tern_wire_hello	hello;		/* HELLO front as sent */
@@ -1358,6 +1375,41 @@ struct alane {
 	u8			raw_auth[HDR_LEN + sizeof(struct tern_wire_auth)];
 	char			log[512];	/* "> HELLO < HELLO_ACK 0 ..." */
 };
+
+/*
+ * A part's tag (protocol.rst, "Integrity"): the first 8 bytes of
+ * HMAC(key, frame number | letter | bytes), begun here, ended by
+ * sign_end() after the bytes.
+ */
+static void sign_begin(struct hmac *m, const struct sign_dir *d, char part)
+{
+	u8 nr[8];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		nr[i] = d->frames >> (8 * i);
+	hmac_init(m, d->key, sizeof(d->key));
+	hmac_update(m, nr, sizeof(nr));
+	hmac_update(m, &part, 1);
+}
+
+static void sign_end(struct hmac *m, u8 *tag)
+{
+	u8 d[SHA256_LEN];
+
+	hmac_final(m, d);
+	memcpy(tag, d, TERN_WIRE_PART_TAG_LEN);
+}
+
+static void sign_part(const struct sign_dir *d, char part, const void *buf,
+		      size_t len, u8 *tag)
+{
+	struct hmac m;
+
+	sign_begin(&m, d, part);
+	hmac_update(&m, buf, len);
+	sign_end(&m, tag);
+}
 
 static void al_note(struct alane *al, const char *fmt, ...)
 {
@@ -1393,23 +1445,44 @@ static void al_close(struct alane *al)
 	al->fd = -1;
 }
 
-/* A frame of @type with @front and no data; its bytes into @raw too. */
+/*
+ * A frame of @type with @front and no data; its bytes into @raw too. On
+ * a signed lane, tagged (and the tag of part al->spoil, 'H', 'F' or 'D',
+ * damaged).
+ */
 static int al_send(struct alane *al, u8 type, const void *front, u32 len,
 		   void *raw)
 {
+	size_t tags = al->tx.on ? TERN_WIRE_TAG_LEN : 0;
+	u8 *tag = fr.body;
+
 	frame_init(&fr, type, ++al->tx_seq);
 	fr.hdr.ack = htole32(al->rx_seq);
 	if (len)
-		memcpy(fr.body, front, len);
-	fr.body_len = len;
+		memcpy(fr.body + tags, front, len);
+	fr.body_len = tags + len;
 	fr.hdr.front_len = htole32(len);
-	frame_seal(&fr);
+	if (!al->tx.on) {
+		frame_seal(&fr);
+	} else {
+		sign_part(&al->tx, 'H', &fr.hdr, TERN_WIRE_HDR_TAG_OFF,
+			  (u8 *)&fr.hdr + TERN_WIRE_HDR_TAG_OFF);
+		sign_part(&al->tx, 'F', len ? front : "", len, tag);
+		sign_part(&al->tx, 'D', "", 0, tag + TERN_WIRE_PART_TAG_LEN);
+		al->tx.frames++;
+		if (al->spoil == 'H')
+			((u8 *)&fr.hdr)[TERN_WIRE_HDR_TAG_OFF] ^= 1;
+		else if (al->spoil == 'F')
+			tag[0] ^= 1;
+		else if (al->spoil == 'D')
+			tag[TERN_WIRE_PART_TAG_LEN] ^= 1;
+	}
 	if (raw) {
 		memcpy(raw, &fr.hdr, HDR_LEN);
-		memcpy((u8 *)raw + HDR_LEN, fr.body, len);
+		memcpy((u8 *)raw + HDR_LEN, fr.body, fr.body_len);
 	}
 	al_note(al, "> %s ", type_name(type));
-	return send_frame(al->fd, &fr, HDR_LEN, len);
+	return send_frame(al->fd, &fr, HDR_LEN, fr.body_len);
 }
 
 /* Bytes already framed (a replay), as @type for the transcript. */
@@ -1431,8 +1504,9 @@ static enum got al_recv(struct alane *al, int ms)
 {
 	struct pollfd pfd = { .fd = al->fd, .events = POLLIN };
 	struct tern_wire_hdr *h = &al->rh;
+	u8 buf[4096], tags[TERN_WIRE_TAG_LEN], want[TERN_WIRE_PART_TAG_LEN];
+	struct hmac m;
 	u32 data, n;
-	u8 buf[4096];
 	ssize_t got;
 
 	if (poll(&pfd, 1, ms) == 0) {
@@ -1449,19 +1523,41 @@ static enum got al_recv(struct alane *al, int ms)
 		return GOT_TIMEOUT;
 	}
 	if (got != (ssize_t)HDR_LEN || le32toh(h->magic) != TERN_WIRE_MAGIC ||
-	    h->version != TERN_WIRE_VERSION ||
-	    crc32c(h, HDR_CRC_LEN) != le32toh(h->hdr_crc))
+	    h->version != TERN_WIRE_VERSION)
 		goto junk;
+	if (!al->rx.on) {
+		if (crc32c(h, HDR_CRC_LEN) != le32toh(h->hdr_crc))
+			goto junk;
+	} else {
+		sign_part(&al->rx, 'H', h, TERN_WIRE_HDR_TAG_OFF, want);
+		if (memcmp(want, (u8 *)h + TERN_WIRE_HDR_TAG_OFF, sizeof(want)) ||
+		    recv_all(al->fd, tags, sizeof(tags)))
+			goto bad_tag;
+	}
 	al->rfront_len = le32toh(h->front_len);
 	data = le32toh(h->data_len);
 	if (al->rfront_len > sizeof(al->rfront) ||
 	    recv_all(al->fd, al->rfront, al->rfront_len))
 		goto junk;
+	if (al->rx.on) {
+		sign_part(&al->rx, 'F', al->rfront, al->rfront_len, want);
+		if (memcmp(want, tags, sizeof(want)))
+			goto bad_tag;
+		sign_begin(&m, &al->rx, 'D');
+	}
 	while (data) {
 		n = data < sizeof(buf) ? data : sizeof(buf);
 		if (recv_all(al->fd, buf, n))
 			goto junk;
+		if (al->rx.on)
+			hmac_update(&m, buf, n);
 		data -= n;
+	}
+	if (al->rx.on) {
+		sign_end(&m, want);
+		if (memcmp(want, tags + TERN_WIRE_PART_TAG_LEN, sizeof(want)))
+			goto bad_tag;
+		al->rx.frames++;
 	}
 	al->rx_seq = le32toh(h->seq);
 	if (h->type == TERN_WIRE_HELLO_ACK) {
@@ -1478,6 +1574,9 @@ static enum got al_recv(struct alane *al, int ms)
 		al_note(al, "< %s ", type_name(h->type));
 	}
 	return GOT_FRAME;
+bad_tag:
+	al_note(al, "< a frame with a wrong tag");
+	return GOT_JUNK;
 junk:
 	al_note(al, "< a malformed frame");
 	return GOT_JUNK;
@@ -2505,6 +2604,154 @@ static int ap_auth_ack(struct aprobe *p)
 	return res;
 }
 
+/* ---- integrity (TERN_FEAT_INTEGRITY) ---- */
+
+/*
+ * The lane's MAC keys, derived here as protocol.rst says: L =
+ * HMAC(K_traffic, T | host proof | target proof), then one expansion a
+ * direction. Both directions signed from now on, from frame 0.
+ */
+static void al_sign(struct alane *al, const struct auth_keys *k)
+{
+	u8 l[SHA256_LEN];
+	struct hmac m;
+
+	hmac_init(&m, k->traffic, sizeof(k->traffic));
+	hmac_update(&m, &al->hello, sizeof(al->hello));
+	hmac_update(&m, &al->ack, sizeof(al->ack));
+	hmac_update(&m, al->auth.proof, sizeof(al->auth.proof));
+	hmac_update(&m, al->target_proof, sizeof(al->target_proof));
+	hmac_final(&m, l);
+	auth_expand(l, "tern-v2 c2a integrity", "", al->tx.key);
+	auth_expand(l, "tern-v2 a2c integrity", "", al->rx.key);
+	memset(l, 0, sizeof(l));
+	al->tx.on = true;
+	al->rx.on = true;
+}
+
+/* A lane of a new session, authenticated and signed both ways. */
+static int ap_signed_lane(struct aprobe *p, struct alane *al)
+{
+	struct tern_wire_hello h;
+	char why[160];
+
+	if (al_connect(p->peer, al))
+		return ap_say(p, AP_FAIL, al, "no connection");
+	auth_hello_fill(&h, p->id->identity);
+	h.features |= htole32(TERN_FEAT_INTEGRITY);
+	if (al_handshake(al, &p->id->keys, &h, why, sizeof(why)))
+		return ap_say(p, AP_FAIL, al, "%s", why);
+	if (!(le32toh(al->ack.features) & TERN_FEAT_INTEGRITY))
+		return ap_say(p, AP_FAIL, al, "the target does not sign");
+	al_sign(al, &p->id->keys);
+	return AP_PASS;
+}
+
+/* Two PINGs each answered by a PONG whose three tags check out here. */
+static int ap_signed_good(struct aprobe *p)
+{
+	struct alane al;
+	int res = ap_signed_lane(p, &al);
+
+	if (res == AP_PASS && (al_ping(&al) || al_ping(&al)))
+		res = ap_say(p, AP_FAIL, &al, "no PONG with the right tags");
+	else if (res == AP_PASS)
+		res = ap_say(p, AP_PASS, &al,
+			     "frames 0 and 1 each way, every tag right");
+	al_close(&al);
+	return res;
+}
+
+/* After what was sent, the acceptor closes without a word. */
+static int ap_signed_dropped(struct aprobe *p, struct alane *al)
+{
+	if (al_recv(al, 3000) != GOT_CLOSED)
+		return ap_say(p, AP_FAIL, al, "not dropped");
+	return ap_say(p, AP_PASS, al, "dropped");
+}
+
+/* A PING whose @part tag ('H', 'F', 'D') is damaged, or (0) unsigned. */
+static int ap_signed_bad(struct aprobe *p, char part)
+{
+	struct alane al;
+	int res = ap_signed_lane(p, &al);
+
+	if (res == AP_PASS) {
+		al.spoil = part;
+		al.tx.on = part != 0;
+		al_send(&al, TERN_WIRE_PING, NULL, 0, NULL);
+		res = ap_signed_dropped(p, &al);
+	}
+	al_close(&al);
+	return res;
+}
+
+static int ap_signed_bad_hdr(struct aprobe *p)
+{
+	return ap_signed_bad(p, 'H');
+}
+
+static int ap_signed_bad_front(struct aprobe *p)
+{
+	return ap_signed_bad(p, 'F');
+}
+
+static int ap_signed_bad_data(struct aprobe *p)
+{
+	return ap_signed_bad(p, 'D');
+}
+
+static int ap_signed_unsigned(struct aprobe *p)
+{
+	return ap_signed_bad(p, 0);
+}
+
+/* A signed PING answered, then the same bytes again. */
+static int ap_signed_replay(struct aprobe *p)
+{
+	u8 raw[HDR_LEN + TERN_WIRE_TAG_LEN];
+	struct alane al;
+	int res = ap_signed_lane(p, &al);
+
+	if (res == AP_PASS) {
+		al_send(&al, TERN_WIRE_PING, NULL, 0, raw);
+		if (!al_got(&al, al_recv(&al, 3000), TERN_WIRE_PONG))
+			res = ap_say(p, AP_FAIL, &al, "no PONG");
+		else if (al_send_raw(&al, TERN_WIRE_PING, raw, sizeof(raw)))
+			res = ap_say(p, AP_FAIL, &al, "not sent");
+		else
+			res = ap_signed_dropped(p, &al);
+	}
+	al_close(&al);
+	return res;
+}
+
+/* Integrity without authentication, or with the data CRC or encryption. */
+static int ap_signed_refused(struct aprobe *p)
+{
+	static const u32 bad[] = {
+		TERN_FEAT_INTEGRITY,
+		TERN_FEAT_AUTH | TERN_FEAT_INTEGRITY | TERN_FEAT_DATA_CRC,
+		TERN_FEAT_AUTH | TERN_FEAT_INTEGRITY | TERN_FEAT_ENCRYPT,
+	};
+	struct tern_wire_hello h;
+	struct alane al;
+	unsigned int i;
+	int res = AP_PASS;
+
+	for (i = 0; i < ARRAY_SIZE(bad) && res == AP_PASS; i++) {
+		if (al_connect(p->peer, &al))
+			return ap_say(p, AP_FAIL, &al, "no connection");
+		auth_hello_fill(&h, bad[i] & TERN_FEAT_AUTH ?
+				p->id->identity : NULL);
+		h.features = htole32(bad[i]);
+		res = ap_refused(p, &al, al_hello(&al, &h), false, -EINVAL,
+				 "integrity with the wrong company");
+		al_close(&al);
+	}
+	return res;
+}
+
 /* The good session lived through all of it. */
 static int ap_survived(struct aprobe *p)
 {
@@ -2539,6 +2786,13 @@ static const struct {
 	{ "two AUTHs, wrong then right -> dropped, never AUTH_ACK 0", ap_auth_wrong_right },
 	{ "two AUTHs, right twice -> one AUTH_ACK, dropped", ap_auth_right_twice },
 	{ "AUTH_ACK from the connector -> dropped", ap_auth_ack },
+	{ "signed: PINGs answered, every tag of the PONGs right", ap_signed_good },
+	{ "signed: a wrong header tag -> dropped", ap_signed_bad_hdr },
+	{ "signed: a wrong front tag -> dropped", ap_signed_bad_front },
+	{ "signed: a wrong data tag -> dropped", ap_signed_bad_data },
+	{ "signed: a frame without tags -> dropped", ap_signed_unsigned },
+	{ "signed: a frame replayed -> dropped", ap_signed_replay },
+	{ "signed: without auth, with crc or encryption -> HELLO_ACK -EINVAL", ap_signed_refused },
 	{ "the good session survived all of it", ap_survived },
 };
 
