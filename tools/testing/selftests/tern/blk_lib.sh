@@ -91,7 +91,15 @@ map() {
 	[ -n "$name" ] && echo "$name"
 }
 
+# unmap DEV: through the control device. udev probes a device just
+# mapped, holding it open meanwhile: a remove then fails with EBUSY, so
+# wait for udev, and ask again for a second before giving up.
 unmap() {
+	udevadm settle 2>/dev/null
+	for _ in $(seq 10); do
+		printf 'remove=%s' "$1" 2>/dev/null > "$CTL" && return 0
+		sleep 0.1
+	done
 	printf 'remove=%s' "$1" > "$CTL"
 }
 
