@@ -64,9 +64,10 @@ workloads=(
 	"256k-randread-qd16-j1 randread 256k 16 1"
 	"256k-randwrite-qd16-j1 randwrite 256k 16 1"
 )
-# tern-tcp-auth: authenticated; tern-tcp-enc: authenticated and encrypted
-all_devices=(tern-tcp tern-tcp-auth tern-tcp-enc nvme-tcp tern-rdma nvme-rdma
-	     nvme-loop local)
+# tern-tcp-auth: authenticated; tern-tcp-enc: authenticated and encrypted;
+# tern-tcp-int: authenticated and signed
+all_devices=(tern-tcp tern-tcp-auth tern-tcp-enc tern-tcp-int nvme-tcp
+	     tern-rdma nvme-rdma nvme-loop local)
 read -r -a devices <<< "${BENCH_DEVICES:-${all_devices[*]}}"
 declare -A path
 nvme_ctrls=()
@@ -181,7 +182,8 @@ setup_tern() {
 		tern_map tcp 127.0.0.1
 	fi
 	# the same port and export, as a host that proves its key
-	if wanted tern-tcp-auth || wanted tern-tcp-enc; then
+	if wanted tern-tcp-auth || wanted tern-tcp-enc ||
+		wanted tern-tcp-int; then
 		"$ternadm" key generate --out "$tmp/key"
 		"$ternadm" target host add bench-host --key-file "$tmp/key"
 	fi
@@ -192,6 +194,10 @@ setup_tern() {
 	if wanted tern-tcp-enc; then
 		tern_map tcp 127.0.0.1 tern-tcp-enc --host bench-host \
 			--key-file "$tmp/key" --encrypt
+	fi
+	if wanted tern-tcp-int; then
+		tern_map tcp 127.0.0.1 tern-tcp-int --host bench-host \
+			--key-file "$tmp/key" --integrity
 	fi
 	if wanted tern-rdma; then
 		tern_map rdma "$(rdma_addr)"

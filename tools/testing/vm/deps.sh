@@ -28,7 +28,7 @@ packages=(
 	gcc make perl python3 sparse xz-utils
 	qemu-system-x86 busybox-static kmod cpio iproute2
 	fio e2fsprogs nvme-cli util-linux procps gnuplot-nox linux-perf
-	keyutils tcpdump
+	keyutils tcpdump mdadm dmsetup
 	udev
 	dpkg-dev build-essential debhelper dh-dkms dkms systemd lintian
 )
