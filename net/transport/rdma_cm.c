@@ -1,0 +1,757 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tern RDMA transport: connections. rdma_cm resolves, connects and
+ * accepts; each lane gets its queue pair, completion queue, buffers and
+ * MR pool here, and listeners come back after a device goes and
+ * returns. See rdma.c.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include "rdma.h"
+
+/*
+ * A fatal QP event, in process context: the lane's lock may be taken
+ * here, not in the event handler.
+ */
+static void tern_rdma_qp_err_work(struct work_struct *work)
+{
+	tern_rdma_lane_fail(container_of(work, struct tern_rdma_lane,
+					 qp_err_work), -EIO);
+}
+
+/*
+ * QP async events. Drivers may call this in atomic context, even from
+ * hard interrupts (an event queue's handler), where tl->lock, a _bh lock,
+ * must not be taken: fatal events are handed to qp_err_work. Its queue
+ * entries also complete as flushed, but not necessarily soon, and the
+ * event says why.
+ */
+static void tern_rdma_qp_event(struct ib_event *ev, void *context)
+{
+	struct tern_rdma_lane *tl = context;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+		/*
+		 * Data arrived before the RTU, which may be lost: tell the CM
+		 * the connection is up, as nvmet-rdma and iser do, or the
+		 * passive side times out a working connection.
+		 */
+		rdma_notify(tl->cm_id, ev->event);
+		break;
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+	case IB_EVENT_PATH_MIG_ERR:
+		TERN_RDMA_STAT(qp_fatal_events, 1);
+		pr_warn_ratelimited("%s: QP event %s (%d)\n",
+				    tern_lane_name(tl->lane),
+				    ib_event_msg(ev->event), ev->event);
+		queue_work(tern_rdma_wq, &tl->qp_err_work);
+		break;
+	default:
+		pr_debug("%s: QP event %s (%d)\n", tern_lane_name(tl->lane),
+			 ib_event_msg(ev->event), ev->event);
+		break;
+	}
+}
+
+static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
+{
+	struct tern_rdma_lane *tl;
+
+	tl = kzalloc(sizeof(*tl), GFP_KERNEL);
+	if (!tl)
+		return NULL;
+	tl->kind = TERN_RDMA_CTX_LANE;
+	spin_lock_init(&tl->lock);
+	init_llist_head(&tl->rx_done);
+	INIT_LIST_HEAD(&tl->rx_ready);
+	INIT_LIST_HEAD(&tl->op_done);
+	INIT_LIST_HEAD(&tl->mrs);
+	INIT_LIST_HEAD(&tl->ops);
+	INIT_LIST_HEAD(&tl->regs);
+	INIT_LIST_HEAD(&tl->pull_wait);
+	tl->err_cqe.done = tern_rdma_err_done;
+	INIT_WORK(&tl->io_work, tern_rdma_io_work);
+	INIT_WORK(&tl->qp_err_work, tern_rdma_qp_err_work);
+	init_completion(&tl->cm_done);
+	tl->rx_state = TERN_RDMA_RX_HDR;
+	tl->buf_size = clamp(READ_ONCE(tern_rdma_buf_size), TERN_RDMA_MIN_BUF,
+			     TERN_RDMA_MAX_BUF);
+	tl->nr_rbufs = clamp(READ_ONCE(tern_rdma_recv_depth), TERN_RDMA_MIN_RECV,
+			     TERN_RDMA_MAX_DEPTH);
+	tl->nr_sbufs = clamp(READ_ONCE(tern_rdma_send_depth), 2U, TERN_RDMA_MAX_DEPTH);
+	tl->tx_signal_every = max(1U, tl->nr_sbufs / 4);
+	return tl;
+}
+
+/*
+ * PD, CQ, QP and buffers on the device the cm_id is bound to; receive
+ * buffers posted. On failure everything created here is released again.
+ */
+static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
+{
+	struct rdma_cm_id *id = tl->cm_id;
+	struct ib_qp_init_attr attr = {};
+	unsigned int i, nr_mrs, pre;
+	int err;
+
+	tl->dev = id->device;
+	tl->port_num = id->port_num;
+	/* a responder READs and WRITEs through rdma_rw, never registers */
+	nr_mrs = tl->accepted ? 0 : READ_ONCE(tern_rdma_mr_count);
+	/* REG_MR + LOCAL_INV per MR, and READ/WRITE work requests */
+	tl->sq_size = 2 * nr_mrs + clamp(READ_ONCE(tern_rdma_rw_ctxs), 16U, 4096U);
+	tl->sq_free = tl->sq_size;
+	/* sends + receives, and one of each for ib_drain_qp() */
+	tl->cq_size = tl->nr_sbufs + tl->sq_size + tl->nr_rbufs + 2;
+
+	tl->pd = ib_alloc_pd(tl->dev, 0);
+	if (IS_ERR(tl->pd)) {
+		err = PTR_ERR(tl->pd);
+		tl->pd = NULL;
+		return err;
+	}
+	/*
+	 * Workqueue polling: the handlers run the lane's I/O themselves
+	 * (tern_rdma_wake()), which may sleep on the responder side.
+	 */
+	tl->cq = ib_cq_pool_get(tl->dev, tl->cq_size,
+				READ_ONCE(tern_rdma_cq_by_lane) ?
+				tern_lane_index(tl->lane) : -1,
+				IB_POLL_WORKQUEUE);
+	if (IS_ERR(tl->cq)) {
+		err = PTR_ERR(tl->cq);
+		tl->cq = NULL;
+		goto out_pd;
+	}
+
+	attr.event_handler = tern_rdma_qp_event;
+	attr.qp_context = tl;
+	attr.send_cq = tl->cq;
+	attr.recv_cq = tl->cq;
+	/* rdma_rw adds one WR per context to max_send_wr */
+	attr.cap.max_send_wr = tl->nr_sbufs + 1 + 2 * nr_mrs;
+	attr.cap.max_rdma_ctxs = tl->sq_size - 2 * nr_mrs;
+	attr.port_num = tl->port_num;
+	attr.cap.max_recv_wr = tl->nr_rbufs + 1;
+	attr.cap.max_send_sge = min_t(u32, tl->dev->attrs.max_send_sge, 32);
+	attr.cap.max_recv_sge = 1;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	attr.qp_type = IB_QPT_RC;
+	err = rdma_create_qp(id, tl->pd, &attr);
+	if (err)
+		goto out_cq;
+	tl->qp_created = true;
+	tl->tx_max_sge = min_t(u32, attr.cap.max_send_sge, TERN_RDMA_SEND_SGE);
+
+	/* FRWR for our own buffers; without it requests carry data inline */
+	tl->mr_max_pages = min_t(u32, READ_ONCE(tern_rdma_mr_pages),
+				 tl->dev->attrs.max_fast_reg_page_list_len);
+	if (nr_mrs && tl->mr_max_pages &&
+	    (tl->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)) {
+		err = ib_mr_pool_init(id->qp, &tl->mrs, nr_mrs,
+				      IB_MR_TYPE_MEM_REG, tl->mr_max_pages, 0);
+		if (err)
+			goto out_qp;
+		tl->mr_pool = true;
+	}
+
+	err = -ENOMEM;
+	tl->grown = !tl->accepted;
+	pre = tl->accepted ? TERN_RDMA_PRE_BUFS : tl->nr_rbufs;
+	tl->rbufs = tern_rdma_alloc_bufs(tl, tl->nr_rbufs, pre,
+					 DMA_FROM_DEVICE, tern_rdma_recv_done);
+	if (!tl->rbufs)
+		goto out_qp;
+	tl->sbufs = tern_rdma_alloc_bufs(tl, tl->nr_sbufs,
+					 tl->accepted ? TERN_RDMA_PRE_BUFS :
+							tl->nr_sbufs,
+					 DMA_TO_DEVICE, tern_rdma_send_done);
+	if (!tl->sbufs)
+		goto out_qp;
+	for (i = 0; i < pre; i++) {
+		err = tern_rdma_post_recv(tl, &tl->rbufs[i]);
+		if (err)
+			goto out_qp;
+	}
+	return 0;
+
+out_qp:
+	/* Flush what was posted before the buffers go away. */
+	ib_drain_qp(id->qp);
+	if (tl->mr_pool)
+		ib_mr_pool_destroy(id->qp, &tl->mrs);
+	tl->mr_pool = false;
+	rdma_destroy_qp(id);
+	tl->qp_created = false;
+	tern_rdma_free_bufs(tl, tl->sbufs, tl->nr_sbufs, DMA_TO_DEVICE);
+	tern_rdma_free_bufs(tl, tl->rbufs, tl->nr_rbufs, DMA_FROM_DEVICE);
+	tl->sbufs = NULL;
+	tl->rbufs = NULL;
+out_cq:
+	ib_cq_pool_put(tl->cq, tl->cq_size);
+	tl->cq = NULL;
+out_pd:
+	ib_dealloc_pd(tl->pd);
+	tl->pd = NULL;
+	return err;
+}
+
+/*
+ * Tear down the queue; the cm_id stays. Nothing may be queued meanwhile.
+ * Once the QP is drained the peer cannot reach our MRs any more: they go
+ * back to the pool, and then the frames and requests of unfinished ops
+ * go back to the core.
+ */
+static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
+{
+	struct tern_rdma_op *op, *tmp;
+
+	/* io_work posts; with ->stopped set nothing queues it again. */
+	cancel_work_sync(&tl->io_work);
+	if (tl->qp_created) {
+		ib_drain_qp(tl->cm_id->qp);
+		/* completed or flushed: the pages of every SEND are free */
+		while (tl->tx_released != tl->tx_posted)
+			tern_rdma_refs_put(tl, &tl->sbufs[tl->tx_released++ %
+							  tl->nr_sbufs]);
+		list_for_each_entry(op, &tl->ops, entry)
+			tern_rdma_op_unmap(tl, op);
+		if (tl->mr_pool)
+			ib_mr_pool_destroy(tl->cm_id->qp, &tl->mrs);
+		tl->mr_pool = false;
+		rdma_destroy_qp(tl->cm_id);
+		tl->qp_created = false;
+	}
+	/* no QP, no more events: a fatal one may still be reported */
+	cancel_work_sync(&tl->qp_err_work);
+	INIT_LIST_HEAD(&tl->op_done);
+	INIT_LIST_HEAD(&tl->regs);
+	INIT_LIST_HEAD(&tl->pull_wait);
+	tl->tx_op = NULL;
+	list_for_each_entry_safe(op, tmp, &tl->ops, entry) {
+		list_del(&op->entry);
+		if (op->kind == TERN_RDMA_OP_PULL)
+			tern_srv_req_pulled(op->sreq, -ECONNRESET);
+		else if (op->held)
+			tern_lane_tx_done(tl->lane, op->frame);
+		kfree(op);
+	}
+	tern_rdma_free_bufs(tl, tl->sbufs, tl->nr_sbufs, DMA_TO_DEVICE);
+	tern_rdma_free_bufs(tl, tl->rbufs, tl->nr_rbufs, DMA_FROM_DEVICE);
+	tl->sbufs = NULL;
+	tl->rbufs = NULL;
+	if (tl->cq)
+		ib_cq_pool_put(tl->cq, tl->cq_size);
+	tl->cq = NULL;
+	if (tl->pd)
+		ib_dealloc_pd(tl->pd);
+	tl->pd = NULL;
+}
+
+static void tern_rdma_fill_priv(struct tern_rdma_lane *tl,
+				struct tern_rdma_cm_priv *priv)
+{
+	memset(priv, 0, sizeof(*priv));
+	priv->magic = cpu_to_le32(TERN_RDMA_CM_MAGIC);
+	priv->version = cpu_to_le16(TERN_RDMA_VERSION);
+	priv->recv_count = cpu_to_le16(tl->nr_rbufs);
+	priv->buf_size = cpu_to_le32(tl->buf_size);
+}
+
+/* Check the peer's private data and set up credits and the SEND size. */
+static int tern_rdma_take_priv(struct tern_rdma_lane *tl, const void *data,
+			       u8 len)
+{
+	const struct tern_rdma_cm_priv *priv = data;
+	u32 size, count;
+
+	if (!data || len < sizeof(*priv))
+		return -EPROTO;
+	if (le32_to_cpu(priv->magic) != TERN_RDMA_CM_MAGIC || priv->reserved)
+		return -EPROTO;
+	if (le16_to_cpu(priv->version) != TERN_RDMA_VERSION)
+		return -EPROTONOSUPPORT;
+	size = le32_to_cpu(priv->buf_size);
+	count = le16_to_cpu(priv->recv_count);
+	if (size < TERN_RDMA_MIN_BUF || size > TERN_RDMA_MAX_BUF ||
+	    count < TERN_RDMA_MIN_RECV || count > TERN_RDMA_MAX_DEPTH)
+		return -EPROTO;
+	tl->peer_recv = count;
+	tl->tx_credits = count;
+	tl->tx_chunk = min(size, tl->buf_size);
+	tl->grant_threshold = max(2U, tl->nr_rbufs / 4);
+	return 0;
+}
+
+/*
+ * RDMA READ depths. Only the responder, the accepting side, issues READs
+ * (request data from the requester's MRs); both sides offer both depths
+ * anyway. Connection event parameters are from our side's view, the CM
+ * swaps them: on a connect request @peer->initiator_depth is how many
+ * READs the peer serves for us, @peer->responder_resources how many it
+ * issues to us; on ESTABLISHED alike.
+ */
+static u32 tern_rdma_init_depth(struct ib_device *dev,
+				const struct rdma_conn_param *peer)
+{
+	u32 init = min_t(u32, dev->attrs.max_qp_init_rd_atom, 16);
+
+	return peer ? min_t(u32, init, peer->initiator_depth) : init;
+}
+
+static void tern_rdma_conn_param(struct tern_rdma_lane *tl,
+				 struct rdma_conn_param *param,
+				 const struct tern_rdma_cm_priv *priv,
+				 const struct rdma_conn_param *peer)
+{
+	u32 resp = min_t(u32, tl->dev->attrs.max_qp_rd_atom, 16);
+
+	memset(param, 0, sizeof(*param));
+	param->private_data = priv;
+	param->private_data_len = sizeof(*priv);
+	if (peer)
+		resp = min_t(u32, resp, peer->responder_resources);
+	param->responder_resources = resp;
+	param->initiator_depth = tern_rdma_init_depth(tl->dev, peer);
+	param->flow_control = 1;
+	param->retry_count = 7;
+	/* Credits guarantee a posted buffer: an RNR NAK is a bug. */
+	param->rnr_retry_count = 0;
+}
+
+/* Make the lane's io_work live; a cm error seen meanwhile fails it. */
+void tern_rdma_lane_go(struct tern_rdma_lane *tl)
+{
+	int err;
+
+	spin_lock_bh(&tl->lock);
+	WRITE_ONCE(tl->ready, true);
+	err = tl->early_err;
+	tern_rdma_kick_locked(tl);	/* receives may already be waiting */
+	spin_unlock_bh(&tl->lock);
+	if (err)
+		tern_lane_error(tl->lane, err);
+}
+
+/* The outcome of one connect step, for the waiting tern_rdma_connect(). */
+static void tern_rdma_step_done(struct tern_rdma_lane *tl, int status)
+{
+	tl->cm_status = status;
+	complete(&tl->cm_done);
+}
+
+static int tern_rdma_lane_event(struct tern_rdma_lane *tl,
+				struct rdma_cm_event *ev)
+{
+	bool ready, report = false;
+	int err;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		tern_rdma_step_done(tl, 0);
+		return 0;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		spin_lock_bh(&tl->lock);
+		ready = tl->ready;	/* accepted lanes are ready already */
+		spin_unlock_bh(&tl->lock);
+		if (ready)
+			return 0;
+		err = tern_rdma_take_priv(tl, ev->param.conn.private_data,
+					  ev->param.conn.private_data_len);
+		/*
+		 * The peer READs the data of our zero-copy requests: with no
+		 * responder resources granted every such READ would fail
+		 * and the lane reconnect forever. Fail the connect clearly
+		 * instead; without an MR pool we never send descriptors.
+		 */
+		if (!err && tl->mr_pool && !ev->param.conn.responder_resources) {
+			pr_warn_ratelimited("%s: peer issues no RDMA READs, zero-copy requests impossible\n",
+					    tern_lane_name(tl->lane));
+			err = -EPROTO;
+		}
+		tern_rdma_step_done(tl, err);
+		return 0;
+	case RDMA_CM_EVENT_REJECTED:
+		err = -ECONNREFUSED;
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		err = ev->status < 0 ? ev->status : -EHOSTUNREACH;
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		err = -EHOSTUNREACH;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		err = -ECONNRESET;
+		break;
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		/* the netdev's MAC moved (bond failover): connect anew */
+		TERN_RDMA_STAT(addr_changes, 1);
+		fallthrough;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		err = -ENODEV;
+		break;
+	default:
+		return 0;
+	}
+
+	spin_lock_bh(&tl->lock);
+	if (tl->ready)
+		report = !tl->stopped;
+	else if (!tl->early_err)
+		tl->early_err = err;	/* tern_rdma_lane_go() reports it */
+	ready = tl->ready;
+	spin_unlock_bh(&tl->lock);
+	if (report) {
+		if (err != -ECONNRESET)
+			pr_info_ratelimited("%s: %s\n", tern_lane_name(tl->lane),
+					    rdma_event_msg(ev->event));
+		/* a disconnect is the peer's orderly close */
+		tern_lane_error(tl->lane, err == -ECONNRESET ? 0 : err);
+	} else if (!ready) {
+		tern_rdma_step_done(tl, err);
+	}
+	/* The lane's teardown destroys the cm_id, never rdma_cm. */
+	return 0;
+}
+
+/* Wait for the handler's verdict on one connect step. */
+static int tern_rdma_wait(struct tern_rdma_lane *tl, unsigned long deadline)
+{
+	long left = (long)(deadline - jiffies);
+
+	if (left <= 0 || !wait_for_completion_timeout(&tl->cm_done, left))
+		return -ETIMEDOUT;
+	reinit_completion(&tl->cm_done);
+	return tl->cm_status;
+}
+
+void tern_rdma_lane_free(struct tern_rdma_lane *tl)
+{
+	tern_rdma_destroy_queue(tl);
+	if (tl->cm_id)
+		rdma_destroy_id(tl->cm_id);
+	kfree(tl);
+}
+
+static int tern_rdma_addrlen(const struct sockaddr_storage *addr)
+{
+	return addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					     sizeof(struct sockaddr_in);
+}
+
+static int tern_rdma_cm_handler(struct rdma_cm_id *id,
+				struct rdma_cm_event *ev);
+
+int tern_rdma_connect(struct tern_lane *lane,
+		      const struct sockaddr_storage *addr)
+{
+	unsigned long deadline = jiffies +
+		msecs_to_jiffies(READ_ONCE(tern_rdma_connect_timeout_ms));
+	unsigned int resolve_ms = READ_ONCE(tern_rdma_resolve_timeout_ms) ?: 1;
+	struct tern_rdma_cm_priv priv;
+	struct rdma_conn_param param;
+	struct sockaddr_storage dst;
+	struct tern_rdma_lane *tl;
+	int err;
+
+	tl = tern_rdma_lane_alloc();
+	if (!tl)
+		return -ENOMEM;
+	tl->lane = lane;
+	tl->cm_id = rdma_create_id(&init_net, tern_rdma_cm_handler, tl,
+				   RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(tl->cm_id)) {
+		err = PTR_ERR(tl->cm_id);
+		tl->cm_id = NULL;
+		goto fail;
+	}
+
+	memcpy(&dst, addr, tern_rdma_addrlen(addr));
+	err = rdma_resolve_addr(tl->cm_id, NULL, (struct sockaddr *)&dst,
+				resolve_ms);
+	if (!err)
+		err = tern_rdma_wait(tl, deadline);
+	if (err)
+		goto fail;
+	err = rdma_resolve_route(tl->cm_id, resolve_ms);
+	if (!err)
+		err = tern_rdma_wait(tl, deadline);
+	if (err)
+		goto fail;
+
+	err = tern_rdma_create_queue(tl);
+	if (err)
+		goto fail;
+	tern_rdma_fill_priv(tl, &priv);
+	tern_rdma_conn_param(tl, &param, &priv, NULL);
+	err = rdma_connect(tl->cm_id, &param);
+	if (!err)
+		err = tern_rdma_wait(tl, deadline);
+	if (err)
+		goto fail;
+
+	lane->tpriv = tl;
+	tern_rdma_lane_go(tl);
+	return 0;
+
+fail:
+	pr_debug("connect to %pISpc failed (%d)\n", addr, err);
+	/*
+	 * rdma_destroy_id() waits for a running handler; the completion is
+	 * only looked at by us, so a late event is harmless.
+	 */
+	tern_rdma_lane_free(tl);
+	return err;
+}
+
+static void tern_rdma_reject(struct rdma_cm_id *id)
+{
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+/* A connect request on a listener; nonzero: rdma_cm destroys @id. */
+static int tern_rdma_accept(struct tern_rdma_listener *tll,
+			    struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct sockaddr_storage peer = {};
+	struct tern_rdma_cm_priv priv;
+	struct rdma_conn_param param;
+	struct tern_rdma_lane *tl;
+	struct tern_lane *lane;
+	int err;
+
+	memcpy(&peer, &id->route.addr.dst_addr, sizeof(peer));
+
+	/*
+	 * We READ the data of the peer's zero-copy requests. A tern peer
+	 * always grants READs; one that grants none would see each such
+	 * request fail with a remote access error and reconnect forever,
+	 * so refuse it now, with a reason, rather than clamp to nothing.
+	 */
+	if (!tern_rdma_init_depth(id->device, &ev->param.conn)) {
+		pr_warn_ratelimited("connect request from %pISpc: no RDMA READ depth (peer %u, device %u)\n",
+				    &peer, ev->param.conn.initiator_depth,
+				    id->device->attrs.max_qp_init_rd_atom);
+		goto reject;
+	}
+
+	tl = tern_rdma_lane_alloc();
+	if (!tl)
+		goto reject;
+	err = tern_rdma_take_priv(tl, ev->param.conn.private_data,
+				  ev->param.conn.private_data_len);
+	if (err) {
+		pr_warn_ratelimited("bad connect request from %pISpc (%d)\n",
+				    &peer, err);
+		kfree(tl);
+		goto reject;
+	}
+	/*
+	 * Counted against tern.max_handshakes before anything of the queue
+	 * exists; past the cap the request is rejected.
+	 */
+	lane = tern_lane_accept(tll->lis, &peer);
+	if (!lane) {
+		kfree(tl);
+		goto reject;
+	}
+	tl->accepted = true;
+	tl->lane = lane;
+	tl->cm_id = id;
+	id->context = tl;
+	err = tern_rdma_create_queue(tl);
+	if (err)
+		goto abort;
+
+	tern_rdma_fill_priv(tl, &priv);
+	tern_rdma_conn_param(tl, &param, &priv, &ev->param.conn);
+	err = rdma_accept(id, &param);
+	if (err)
+		goto abort;
+
+	lane->tpriv = tl;
+	tern_lane_start(lane);
+	tern_rdma_lane_go(tl);
+	return 0;
+
+abort:
+	tern_rdma_reject(id);
+	tern_rdma_destroy_queue(tl);
+	kfree(tl);
+	id->context = NULL;
+	tern_lane_abort(lane);
+	return 1;
+
+reject:
+	tern_rdma_reject(id);
+	return 1;
+}
+
+static unsigned long tern_rdma_relisten_delay(void)
+{
+	return msecs_to_jiffies(max(READ_ONCE(tern_rdma_relisten_ms), 100U));
+}
+
+static int tern_rdma_listener_event(struct tern_rdma_listener *tll,
+				    struct rdma_cm_id *id,
+				    struct rdma_cm_event *ev)
+{
+	bool ours;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		return tern_rdma_accept(tll, id, ev);
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/*
+		 * The device cannot go while we hold the id: let rdma_cm
+		 * destroy it, unless stop_listen is already doing that, and
+		 * try to listen again until the address has a device again
+		 * (soft-RoCE re-created, a NIC back), as nvmet-rdma does.
+		 */
+		mutex_lock(&tll->lock);
+		ours = tll->cm_id == id;
+		if (ours) {
+			tll->cm_id = NULL;
+			if (!tll->stopping)
+				queue_delayed_work(tern_rdma_wq, &tll->relisten,
+						   tern_rdma_relisten_delay());
+		}
+		mutex_unlock(&tll->lock);
+		if (ours)
+			pr_info("device removed: no longer listening on %pISpc, will retry\n",
+				&tll->lis->addr);
+		return ours;
+	default:
+		return 0;
+	}
+}
+
+static int tern_rdma_cm_handler(struct rdma_cm_id *id,
+				struct rdma_cm_event *ev)
+{
+	enum tern_rdma_ctx_kind *kind = id->context;
+
+	if (!kind)
+		return 0;
+	if (*kind == TERN_RDMA_CTX_LISTENER)
+		return tern_rdma_listener_event(container_of(kind,
+					struct tern_rdma_listener, kind), id, ev);
+	return tern_rdma_lane_event(container_of(kind, struct tern_rdma_lane,
+						 kind), ev);
+}
+
+/* A bound, listening cm_id for @tll's address, or an ERR_PTR. */
+static struct rdma_cm_id *tern_rdma_listen_id(struct tern_rdma_listener *tll,
+					      bool quiet)
+{
+	const struct sockaddr_storage *where = &tll->lis->addr;
+	struct sockaddr_storage addr;
+	struct rdma_cm_id *id;
+	int err;
+
+	id = rdma_create_id(&init_net, tern_rdma_cm_handler, tll, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return id;
+	/* "[::]" means IPv6 only, as on TCP. */
+	if (where->ss_family == AF_INET6) {
+		err = rdma_set_afonly(id, 1);
+		if (err)
+			goto out_destroy;
+	}
+	memcpy(&addr, where, sizeof(addr));
+	err = rdma_bind_addr(id, (struct sockaddr *)&addr);
+	if (err) {
+		if (!quiet)
+			pr_warn("cannot bind %pISpc (%d)\n", where, err);
+		goto out_destroy;
+	}
+	err = rdma_listen(id, 128);
+	if (err) {
+		if (!quiet)
+			pr_warn("cannot listen on %pISpc (%d)\n", where, err);
+		goto out_destroy;
+	}
+	return id;
+
+out_destroy:
+	rdma_destroy_id(id);
+	return ERR_PTR(err);
+}
+
+static void tern_rdma_relisten(struct work_struct *work)
+{
+	struct tern_rdma_listener *tll = container_of(to_delayed_work(work),
+					struct tern_rdma_listener, relisten);
+	struct rdma_cm_id *id;
+
+	mutex_lock(&tll->lock);
+	if (tll->stopping || tll->cm_id) {
+		mutex_unlock(&tll->lock);
+		return;
+	}
+	id = tern_rdma_listen_id(tll, true);
+	if (IS_ERR(id)) {
+		queue_delayed_work(tern_rdma_wq, &tll->relisten,
+				   tern_rdma_relisten_delay());
+	} else {
+		tll->cm_id = id;
+		pr_info("listening again on %pISpc\n", &tll->lis->addr);
+	}
+	mutex_unlock(&tll->lock);
+}
+
+int tern_rdma_listen(struct tern_listener *lis)
+{
+	struct tern_rdma_listener *tll;
+	struct rdma_cm_id *id;
+
+	tll = kzalloc(sizeof(*tll), GFP_KERNEL);
+	if (!tll)
+		return -ENOMEM;
+	tll->kind = TERN_RDMA_CTX_LISTENER;
+	tll->lis = lis;
+	mutex_init(&tll->lock);
+	INIT_DELAYED_WORK(&tll->relisten, tern_rdma_relisten);
+
+	/* Connect requests may arrive before this returns: publish first. */
+	lis->tpriv = tll;
+	mutex_lock(&tll->lock);
+	id = tern_rdma_listen_id(tll, false);
+	if (!IS_ERR(id))
+		tll->cm_id = id;
+	mutex_unlock(&tll->lock);
+	if (IS_ERR(id)) {
+		lis->tpriv = NULL;
+		mutex_destroy(&tll->lock);
+		kfree(tll);
+		return PTR_ERR(id);
+	}
+	pr_info("listening on %pISpc\n", &lis->addr);
+	return 0;
+}
+
+void tern_rdma_stop_listen(struct tern_listener *lis)
+{
+	struct tern_rdma_listener *tll = lis->tpriv;
+	struct rdma_cm_id *id;
+
+	mutex_lock(&tll->lock);
+	tll->stopping = true;
+	id = tll->cm_id;
+	tll->cm_id = NULL;
+	mutex_unlock(&tll->lock);
+	cancel_delayed_work_sync(&tll->relisten);
+	/* Waits for connect request handlers of this listener. */
+	if (id)
+		rdma_destroy_id(id);
+	lis->tpriv = NULL;
+	mutex_destroy(&tll->lock);
+	kfree(tll);
+}
