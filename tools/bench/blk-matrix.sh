@@ -181,7 +181,8 @@ setup_tern() {
 	if wanted tern-tcp; then
 		tern_map tcp 127.0.0.1
 	fi
-	# the same port and export, as a host that proves its key
+	# the same port and export, as a host that proves its key; one map
+	# each (--new), which a second map of one identity needs
 	if wanted tern-tcp-auth || wanted tern-tcp-enc ||
 		wanted tern-tcp-int; then
 		"$ternadm" key generate --out "$tmp/key"
@@ -189,15 +190,15 @@ setup_tern() {
 	fi
 	if wanted tern-tcp-auth; then
 		tern_map tcp 127.0.0.1 tern-tcp-auth --host bench-host \
-			--key-file "$tmp/key"
+			--key-file "$tmp/key" --new
 	fi
 	if wanted tern-tcp-enc; then
 		tern_map tcp 127.0.0.1 tern-tcp-enc --host bench-host \
-			--key-file "$tmp/key" --encrypt
+			--key-file "$tmp/key" --encrypt --new
 	fi
 	if wanted tern-tcp-int; then
 		tern_map tcp 127.0.0.1 tern-tcp-int --host bench-host \
-			--key-file "$tmp/key" --integrity
+			--key-file "$tmp/key" --integrity --new
 	fi
 	if wanted tern-rdma; then
 		tern_map rdma "$(rdma_addr)"
