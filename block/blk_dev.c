@@ -1081,7 +1081,8 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 		if (iflags & TERN_BLK_INFO_FUA)
 			features |= TERN_BLK_FEAT_FUA;
 	}
-	if (dev->si.features & TERN_FEAT_DATA_CRC)
+	/* a checksum or tag over the data holds only if the pages hold still */
+	if (dev->si.features & (TERN_FEAT_DATA_CRC | TERN_FEAT_INTEGRITY))
 		features |= TERN_BLK_FEAT_STABLE_WRITES;
 
 	dev->tag_set.ops = &tern_blk_mq_ops;

@@ -252,6 +252,9 @@ static bool tern_server_negotiate(struct tern_core_lane *cl,
 		v->features &= ~TERN_FEAT_ENCRYPT;
 	if (!cl->pub.tops->frame_tags)
 		v->features &= ~TERN_FEAT_INTEGRITY;
+	/* data moved by remote access would bypass the tags */
+	if (v->features & TERN_FEAT_INTEGRITY)
+		v->features &= ~TERN_FEAT_REMOTE_DATA;
 	/* what the ULP can hold: let the requester's throttle wait instead */
 	if (ep->max_session_bytes && v->max_data)
 		v->queue_depth = clamp_t(u64, div64_u64(ep->max_session_bytes,

@@ -774,7 +774,8 @@ static void tern_fill_hello(struct tern_session *sess, struct tern_core_lane *cl
 	h->features = cpu_to_le32(neg ? sess->info.features :
 				  (o->data_crc && !o->integrity ?
 				   TERN_FEAT_DATA_CRC : 0) |
-				  (sess->tops->pull ? TERN_FEAT_REMOTE_DATA : 0));
+				  (sess->tops->pull && !o->integrity ?
+				   TERN_FEAT_REMOTE_DATA : 0));
 	h->max_data = cpu_to_le32(neg ? sess->info.max_data : o->max_data);
 	h->max_front = cpu_to_le32(neg ? sess->info.max_front :
 				   TERN_WIRE_MAX_FRONT);

@@ -278,9 +278,12 @@ integrity_capture() {
 	dev=$(map_dev vol0 "$SVC" --lanes 2 --host h1 --key-file "$WORK/k1" \
 		--integrity) || return 1
 	echo "sysfs: integrity $(cat "/sys/block/$dev/tern/integrity") encrypt $(cat "/sys/block/$dev/tern/encrypt") crc $(cat "/sys/block/$dev/tern/crc")"
+	# the data tag holds only if pages do not change under it
+	echo "queue/stable_writes $(cat "/sys/block/$dev/queue/stable_writes")"
 	[ "$(cat "/sys/block/$dev/tern/integrity")" = 1 ] &&
 		[ "$(cat "/sys/block/$dev/tern/encrypt")" = 0 ] &&
-		[ "$(cat "/sys/block/$dev/tern/crc")" = 0 ] || return 1
+		[ "$(cat "/sys/block/$dev/tern/crc")" = 0 ] &&
+		[ "$(cat "/sys/block/$dev/queue/stable_writes")" = 1 ] || return 1
 	n=$(wire_canaries "$SVC" "$dev")
 	echo 200 > "/sys/block/$dev/tern/keepalive_ms" && sleep 2 || return 1
 	adm unmap "$dev" || return 1
@@ -429,7 +432,7 @@ if [ "$TRANSPORT" = tcp ]; then
 		port_policy p2 "$SVC_ENC" --require-encrypt --encrypt
 	check "a flipped byte resets the encrypted lane, data intact (damaged without)" \
 		tamper
-	check "signed: integrity=1, crc=0, data intact, the capture shows it" \
+	check "signed: integrity=1, crc=0, stable pages, data intact, the capture shows it" \
 		integrity_capture
 	check "require_integrity refuses clients that neither sign nor encrypt" \
 		integrity_policy
