@@ -8,6 +8,7 @@
 
 #include <linux/blk-mq.h>
 #include <linux/list.h>
+#include <linux/ratelimit.h>
 #include <tern/tern.h>
 #include <uapi/tern/tern_blk_proto.h>
 
@@ -99,6 +100,8 @@ struct tern_blk_dev {
 	struct mutex		resize_lock;	/* capacity changes */
 	unsigned int		send_flags;	/* tern_send() from queue_rq */
 	atomic_t		state;		/* enum tern_blk_state */
+	/* per device, so a noisy target cannot silence another's errors */
+	struct ratelimit_state	reply_rs;
 	struct blk_mq_tag_set	tag_set;
 	struct gendisk		*disk;
 };

@@ -738,8 +738,9 @@ static int tern_blk_check_info(struct tern_blk_dev *dev,
 
 	if (!fault)
 		return 0;
-	pr_err_ratelimited("%s: export %s: malformed geometry in a reply (%s)\n",
-			   dev->name, dev->opts.export, fault);
+	if (__ratelimit(&dev->reply_rs))
+		pr_err("%s: export %s: malformed geometry in a reply (%s)\n",
+		       dev->name, dev->opts.export, fault);
 	return -EPROTO;
 }
 
@@ -1251,6 +1252,8 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 	mutex_init(&dev->resize_lock);
 	spin_lock_init(&dev->open_lock);
 	atomic_set(&dev->state, TERN_BLK_LIVE);
+	ratelimit_state_init(&dev->reply_rs, DEFAULT_RATELIMIT_INTERVAL,
+			     DEFAULT_RATELIMIT_BURST);
 	dev->idx = ida_alloc_max(&tern_blk_ida,
 				 (1 << MINORBITS) / TERN_BLK_MINORS - 1,
 				 GFP_KERNEL);
