@@ -21,6 +21,9 @@
 /* queue_depth= when a map gives none */
 #define TERN_BLK_DEFAULT_QDEPTH	128
 
+/* "transport://[address]:port", as path= takes it */
+#define TERN_BLK_URI_LEN	72
+
 struct tern_blk_opts {
 	char		transport[TERN_SCHEME_MAX];
 	char		address[48];
@@ -39,6 +42,10 @@ struct tern_blk_opts {
 	bool		encrypt;	/* encrypt=1, needs key= */
 	bool		integrity;	/* integrity=1, needs key=, not encrypt */
 	bool		duplicate;	/* duplicate=1: map a mapped export again */
+	/* path=URI, repeated: further paths of the session */
+	char		paths[TERN_MAX_PATHS - 1][TERN_BLK_URI_LEN];
+	unsigned int	nr_paths;
+	enum tern_iopolicy iopolicy;	/* iopolicy= */
 };
 
 /* dev->flags */

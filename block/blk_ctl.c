@@ -45,6 +45,8 @@ enum {
 	OPT_ENCRYPT,
 	OPT_INTEGRITY,
 	OPT_DUPLICATE,
+	OPT_PATH,
+	OPT_IOPOLICY,
 	OPT_NR,
 };
 
@@ -67,6 +69,8 @@ static const struct tern_blk_opt {
 	[OPT_ENCRYPT]		= { "encrypt",		"%d" },
 	[OPT_INTEGRITY]		= { "integrity",	"%d" },
 	[OPT_DUPLICATE]		= { "duplicate",	"%d" },
+	[OPT_PATH]		= { "path",		"%s" },
+	[OPT_IOPOLICY]		= { "iopolicy",		"%s" },
 };
 
 static int tern_blk_uint(const char *key, const char *val, unsigned int lo,
@@ -151,6 +155,38 @@ static int tern_blk_key(const char *desc, struct tern_blk_opts *o)
 	return 0;
 }
 
+/*
+ * path=transport://address[:port]: a further path of the session, up to
+ * TERN_MAX_PATHS - 1 of them; checked as tern_connect() will take it.
+ */
+static int tern_blk_path(const char *val, struct tern_blk_opts *o)
+{
+	char scheme[TERN_SCHEME_MAX];
+	struct sockaddr_storage addr;
+	unsigned int caps;
+	int err;
+
+	if (o->nr_paths == ARRAY_SIZE(o->paths)) {
+		pr_err("option path: at most %zu of them\n",
+		       ARRAY_SIZE(o->paths));
+		return -EINVAL;
+	}
+	if (strlen(val) >= TERN_BLK_URI_LEN ||
+	    tern_parse_uri(val, scheme, sizeof(scheme), &addr)) {
+		pr_err("option path=%.80s: expected transport://address[:port]\n",
+		       val);
+		return -EINVAL;
+	}
+	err = tern_transport_query(scheme, &caps);
+	if (err) {
+		pr_err("option path=%s: no such tern transport (%d)\n", val,
+		       err);
+		return err;
+	}
+	strscpy(o->paths[o->nr_paths++], val, TERN_BLK_URI_LEN);
+	return 0;
+}
+
 static void tern_blk_default_host(struct tern_blk_opts *o)
 {
 	const char *node = init_utsname()->nodename;
@@ -222,6 +258,17 @@ static int tern_blk_parse_one(unsigned int opt, const char *key,
 		return tern_blk_bool(key, val, &o->integrity);
 	case OPT_DUPLICATE:
 		return tern_blk_bool(key, val, &o->duplicate);
+	case OPT_PATH:
+		return tern_blk_path(val, o);
+	case OPT_IOPOLICY:
+		err = tern_iopolicy_parse(val);
+		if (err < 0) {
+			pr_err("option iopolicy=%.32s: expected failover, round-robin or min-inflight\n",
+			       val);
+			return err;
+		}
+		o->iopolicy = err;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -255,7 +302,8 @@ static int tern_blk_parse(char *buf, struct tern_blk_opts *o)
 			pr_err("unknown option '%.64s'\n", tok);
 			return -EINVAL;
 		}
-		if (__test_and_set_bit(opt, &seen)) {
+		/* path= may be given once per path */
+		if (__test_and_set_bit(opt, &seen) && opt != OPT_PATH) {
 			pr_err("option %s given twice\n", tok);
 			return -EINVAL;
 		}
@@ -271,6 +319,11 @@ static int tern_blk_parse(char *buf, struct tern_blk_opts *o)
 	if ((o->encrypt || o->integrity) && !o->has_key) {
 		pr_err("option %s=1 needs key=\n",
 		       o->encrypt ? "encrypt" : "integrity");
+		return -EINVAL;
+	}
+	if (o->lanes && o->lanes * (o->nr_paths + 1) > TERN_WIRE_MAX_LANES) {
+		pr_err("option lanes=%u: at most %u lanes in all, over %u paths\n",
+		       o->lanes, TERN_WIRE_MAX_LANES, o->nr_paths + 1);
 		return -EINVAL;
 	}
 	if (o->encrypt && o->integrity) {

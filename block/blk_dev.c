@@ -554,6 +554,54 @@ static ssize_t state_show(struct device *d, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(state);
 
+static ssize_t iopolicy_show(struct device *d, struct device_attribute *attr,
+			     char *buf)
+{
+	struct tern_blk_dev *dev = to_tern_blk(d);
+
+	return sysfs_emit(buf, "%s\n",
+			  tern_iopolicy_name(tern_session_iopolicy(dev->sess)));
+}
+
+/* How requests spread over the paths; applies to the next request. */
+static ssize_t iopolicy_store(struct device *d, struct device_attribute *attr,
+			      const char *buf, size_t count)
+{
+	struct tern_blk_dev *dev = to_tern_blk(d);
+	int policy = tern_iopolicy_parse(buf);
+
+	if (policy < 0) {
+		pr_err_ratelimited("%s: iopolicy takes failover, round-robin or min-inflight\n",
+				   dev->name);
+		return policy;
+	}
+	return tern_session_set_iopolicy(dev->sess, policy) ?: count;
+}
+static DEVICE_ATTR_RW(iopolicy);
+
+/*
+ * A line per path, in order of preference: its URI, "live" or "down",
+ * then key=value counters (Documentation/admin-guide.rst, "Multipath").
+ */
+static ssize_t paths_show(struct device *d, struct device_attribute *attr,
+			  char *buf)
+{
+	struct tern_blk_dev *dev = to_tern_blk(d);
+	struct tern_path_info pi;
+	unsigned int i;
+	int len = 0;
+
+	for (i = 0; !tern_session_get_path(dev->sess, i, &pi); i++)
+		len += sysfs_emit_at(buf, len,
+				     "%s %s lanes=%u live_lanes=%u inflight=%u requests=%llu resends=%llu reconnects=%llu last_err=%d\n",
+				     pi.uri, pi.live_lanes ? "live" : "down",
+				     pi.lanes, pi.live_lanes, pi.inflight,
+				     pi.requests, pi.resends, pi.reconnects,
+				     pi.last_err);
+	return len;
+}
+static DEVICE_ATTR_RO(paths);
+
 static int tern_blk_rescan(struct tern_blk_dev *dev);
 
 /* Writing 1 asks the target for the export's size again (resize). */
@@ -592,6 +640,8 @@ static struct attribute *tern_blk_attrs[] = {
 	&dev_attr_wwid.attr,
 	&dev_attr_loss_timeout_ms.attr,
 	&dev_attr_keepalive_ms.attr,
+	&dev_attr_iopolicy.attr,
+	&dev_attr_paths.attr,
 	NULL,
 };
 
@@ -1087,7 +1137,9 @@ static int tern_blk_init_disk(struct tern_blk_dev *dev)
 		features |= TERN_BLK_FEAT_STABLE_WRITES;
 
 	dev->tag_set.ops = &tern_blk_mq_ops;
-	dev->tag_set.nr_hw_queues = dev->si.nr_lanes;
+	/* a queue per lane of a path: each path serves every queue */
+	dev->tag_set.nr_hw_queues = DIV_ROUND_UP(dev->si.nr_lanes,
+						 tern_session_nr_paths(dev->sess));
 	dev->tag_set.queue_depth = dev->si.queue_depth;
 	dev->tag_set.numa_node = NUMA_NO_NODE;
 	dev->tag_set.cmd_size = sizeof(struct tern_blk_cmd);
@@ -1154,18 +1206,35 @@ static struct tern_blk_dev *tern_blk_find_locked(const struct tern_blk_opts *o)
 	return NULL;
 }
 
+/* Does @dev have every path @want names? */
+static bool tern_blk_has_paths(const struct tern_blk_opts *dev,
+			       const struct tern_blk_opts *want)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < want->nr_paths; i++) {
+		for (j = 0; j < dev->nr_paths; j++)
+			if (!strcmp(want->paths[i], dev->paths[j]))
+				break;
+		if (j == dev->nr_paths)
+			return false;
+	}
+	return true;
+}
+
 /*
  * May a second map of @dev's export, asking for @want, get @dev? Only
  * if it asks for nothing @dev lacks: the lanes and queue depth it names
  * (0 when it names none) are the ones @dev was mapped with, and crc,
- * read-only, a key, encryption and integrity, when asked for, @dev has
- * (integrity stands for crc). The loss timeout and keepalive may be
- * changed on a mapped device, so they do not count.
+ * read-only, a key, encryption, integrity and further paths, when asked
+ * for, @dev has (integrity stands for crc). The loss timeout, keepalive
+ * and I/O policy may be changed on a mapped device, so they do not count.
  */
 static bool tern_blk_mapping_fits(const struct tern_blk_opts *dev,
 				  const struct tern_blk_opts *want)
 {
-	return (!want->lanes || want->lanes == dev->lanes) &&
+	return tern_blk_has_paths(dev, want) &&
+	       (!want->lanes || want->lanes == dev->lanes) &&
 	       (!want->queue_depth || want->queue_depth == dev->queue_depth) &&
 	       (!want->crc || dev->crc || dev->integrity) &&
 	       (!want->read_only || dev->read_only) &&
@@ -1222,7 +1291,8 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 	struct tern_session_opts so = {
 		/* a lane per CPU, as nvme's I/O queues; the target may cap it */
 		.nr_lanes	= opts->lanes ?: min(num_online_cpus(),
-						     TERN_WIRE_MAX_LANES),
+						     TERN_WIRE_MAX_LANES /
+						     (opts->nr_paths + 1)),
 		.queue_depth	= opts->queue_depth ?: TERN_BLK_DEFAULT_QDEPTH,
 		.data_crc	= opts->crc,
 		.loss_timeout_ms = opts->loss_timeout_ms,
@@ -1231,12 +1301,17 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 		.auth_key	= opts->has_key ? opts->key : NULL,
 		.encrypt	= opts->encrypt,
 		.integrity	= opts->integrity,
+		.iopolicy	= opts->iopolicy,
 	};
 	bool v6 = strchr(opts->address, ':');
 	struct tern_blk_dev *dev;
 	struct tern_session *sess;
+	unsigned int i;
 	char uri[96];
 	int err;
+
+	for (i = 0; i < opts->nr_paths; i++)
+		so.paths[i] = opts->paths[i];
 
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 	if (!dev)

@@ -1071,13 +1071,50 @@ static void tern_tgt_session_event(struct tern_session *sess,
 	kfree(ts);
 }
 
+/*
+ * A requester's path into one of its sessions through another port: let
+ * it in if every export the session has open is linked to that port too.
+ * The session's bindings stay with the port it was opened on; its
+ * requests may come through any port that passed this check.
+ */
+static int tern_tgt_lane_join(struct tern_session *sess,
+			      struct tern_endpoint *ep)
+{
+	struct tern_tgt_port *port = tern_endpoint_priv(ep);
+	struct tern_tgt_sess *ts = tern_session_priv(sess);
+	struct tern_tgt_bind *b;
+	int err = 0;
+
+	if (!ts)
+		return -ENOMEM;	/* as its requests would be answered */
+	mutex_lock(&tern_tgt_mutex);
+	spin_lock(&tern_tgt_bind_lock);
+	list_for_each_entry(b, &ts->binds, entry) {
+		if (!tern_tgt_port_has_locked(port, b->exp)) {
+			err = -EACCES;
+			break;
+		}
+	}
+	spin_unlock(&tern_tgt_bind_lock);
+	mutex_unlock(&tern_tgt_mutex);
+	if (err)
+		pr_warn_ratelimited("session %016llx: a path through port %s refused: an export it has open is not linked there\n",
+				    ts->session_id,
+				    config_item_name(&port->group.cg_item));
+	return err;
+}
+
 static const struct tern_endpoint_ops tern_tgt_ops = {
 	.request	= tern_tgt_request,
 	.alloc_data	= tern_tgt_alloc_data,
 	.release	= tern_tgt_release,
 	.session_event	= tern_tgt_session_event,
 	.auth_key	= tern_tgt_auth_key,
+	.lane_join	= tern_tgt_lane_join,
 };
+
+/* Every port's endpoint: a requester's paths may use any of them. */
+static const char tern_tgt_group[] = "target";
 
 struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port)
 {
@@ -1092,6 +1129,7 @@ struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port)
 		.require_auth	= port->require_auth,
 		.require_encrypt = port->require_encrypt,
 		.require_integrity = port->require_integrity,
+		.group		= tern_tgt_group,
 	};
 
 	return tern_endpoint_create(&conf);

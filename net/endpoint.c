@@ -18,6 +18,7 @@
 #include <linux/idr.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/hashtable.h>
 #include <linux/jhash.h>
 #include <net/ipv6.h>
 #include <linux/random.h>
@@ -203,6 +204,7 @@ struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf
 	ep->require_auth = conf->require_auth;
 	ep->require_encrypt = conf->require_encrypt;
 	ep->require_integrity = conf->require_integrity;
+	ep->group = conf->group;
 	ep->peer_seed = get_random_u32();
 	hash_init(ep->peers);
 	mutex_init(&ep->lock);
@@ -225,6 +227,89 @@ void *tern_endpoint_priv(struct tern_endpoint *ep)
 	return ep->priv;
 }
 EXPORT_SYMBOL_GPL(tern_endpoint_priv);
+
+/*
+ * Responder sessions of grouped endpoints, by id, so that a lane may join
+ * its session through any endpoint of the group (a requester's paths).
+ * The lock nests inside ep->lock and sess->lock is not taken under it.
+ */
+static DEFINE_SPINLOCK(tern_group_lock);
+static DEFINE_HASHTABLE(tern_group_sessions, 8);
+
+/* @id's session in @ep's group, referenced; NULL if there is none */
+struct tern_session *tern_group_find(struct tern_endpoint *ep, u64 id)
+{
+	struct tern_session *sess;
+
+	spin_lock(&tern_group_lock);
+	hash_for_each_possible(tern_group_sessions, sess, group_node, id) {
+		if (sess->id == id && sess->ep->group == ep->group) {
+			kref_get(&sess->ref);
+			spin_unlock(&tern_group_lock);
+			return sess;
+		}
+	}
+	spin_unlock(&tern_group_lock);
+	return NULL;
+}
+
+/*
+ * Enter a new responder session of a grouped endpoint in the table;
+ * -EBUSY if its group has one of that id already (another path of the
+ * requester created it meanwhile). Without a group, nothing to do.
+ */
+int tern_group_add(struct tern_session *sess)
+{
+	struct tern_session *other;
+
+	if (!sess->ep->group)
+		return 0;
+	spin_lock(&tern_group_lock);
+	hash_for_each_possible(tern_group_sessions, other, group_node,
+			       sess->id) {
+		if (other->id == sess->id &&
+		    other->ep->group == sess->ep->group) {
+			spin_unlock(&tern_group_lock);
+			return -EBUSY;
+		}
+	}
+	hash_add(tern_group_sessions, &sess->group_node, sess->id);
+	spin_unlock(&tern_group_lock);
+	return 0;
+}
+
+void tern_group_del(struct tern_session *sess)
+{
+	spin_lock(&tern_group_lock);
+	if (!hlist_unhashed(&sess->group_node))
+		hash_del(&sess->group_node);
+	spin_unlock(&tern_group_lock);
+}
+
+/*
+ * Close the lanes of @ep's responder sessions, those that came through
+ * other endpoints of its group too; a lane that joins one later finds it
+ * destroying and closes itself.
+ */
+static void tern_ep_close_sessions(struct tern_endpoint *ep)
+{
+	struct tern_session *sess;
+	unsigned int i;
+
+	mutex_lock(&ep->lock);
+	list_for_each_entry(sess, &ep->sessions, ep_entry) {
+		if (sess->requester)
+			continue;
+		spin_lock_bh(&sess->lock);
+		sess->destroying = true;
+		for (i = 0; i < sess->nr_slots; i++)
+			if (sess->slots[i].lane)
+				tern_lane_kill(sess->slots[i].lane,
+					       -ESHUTDOWN);
+		spin_unlock_bh(&sess->lock);
+	}
+	mutex_unlock(&ep->lock);
+}
 
 static struct tern_session *tern_ep_first_requester(struct tern_endpoint *ep)
 {
@@ -279,6 +364,7 @@ void tern_endpoint_destroy(struct tern_endpoint *ep)
 	list_for_each_entry(cl, &ep->lanes, ep_entry)
 		tern_lane_kill(cl, -ESHUTDOWN);
 	mutex_unlock(&ep->lock);
+	tern_ep_close_sessions(ep);
 
 	wait_event(ep->wait, !READ_ONCE(ep->nr_lanes) &&
 		   !READ_ONCE(ep->nr_sessions));
@@ -375,6 +461,7 @@ void tern_endpoint_unlink_session(struct tern_session *sess)
 		list_del_init(&sess->ep_entry);
 		sess->linked = false;
 		put = true;
+		tern_group_del(sess);
 	}
 	spin_unlock_bh(&sess->lock);
 	if (put) {

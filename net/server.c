@@ -193,16 +193,55 @@ static void tern_refuse_auth(struct tern_core_lane *cl, int status,
 	tern_refuse_send(cl, status);
 }
 
+/*
+ * The responder session @id names, with a reference: one of @ep's, or of
+ * another endpoint of its group (a requester's other path).
+ */
 static struct tern_session *tern_server_find_locked(struct tern_endpoint *ep,
 						    u64 id)
 {
 	struct tern_session *sess;
 
 	lockdep_assert_held(&ep->lock);
+	if (ep->group)
+		return tern_group_find(ep, id);
 	list_for_each_entry(sess, &ep->sessions, ep_entry)
-		if (!sess->requester && sess->id == id)
+		if (!sess->requester && sess->id == id) {
+			kref_get(&sess->ref);
 			return sess;
+		}
 	return NULL;
+}
+
+/*
+ * A lane that arrived at its endpoint for a session of another endpoint
+ * of the group: the ULP decides, without ep->lock (it may take its own
+ * locks, which it holds around calls into the core). Return: the
+ * session, referenced, if the lane may join one of another endpoint;
+ * NULL if the session is not there or is the endpoint's own; an
+ * ERR_PTR once the lane is refused.
+ */
+static struct tern_session *tern_server_join(struct tern_core_lane *cl,
+					     u64 id)
+{
+	const struct tern_endpoint_ops *ops = cl->ep->ops;
+	struct tern_session *sess;
+	int err;
+
+	if (!cl->ep->group)
+		return NULL;
+	sess = tern_group_find(cl->ep, id);
+	if (!sess || sess->ep == cl->ep) {
+		if (sess)
+			tern_session_put(sess);
+		return NULL;
+	}
+	err = ops && ops->lane_join ? ops->lane_join(sess, cl->ep) : -EPERM;
+	if (!err)
+		return sess;
+	tern_session_put(sess);
+	tern_refuse(cl, err, "the ULP refused a path into another port's session");
+	return ERR_PTR(err);
 }
 
 static bool tern_info_same(const struct tern_session_info *a,
@@ -211,7 +250,7 @@ static bool tern_info_same(const struct tern_session_info *a,
 	return a->nr_lanes == b->nr_lanes &&
 	       a->queue_depth == b->queue_depth &&
 	       a->max_data == b->max_data && a->max_front == b->max_front &&
-	       a->features == b->features;
+	       !tern_session_features_differ(a->features, b->features);
 }
 
 /*
@@ -319,9 +358,10 @@ static int tern_server_bind(struct tern_core_lane *cl,
 	struct tern_endpoint *ep = cl->ep;
 	struct tern_core_lane *old = NULL;
 	unsigned int lane_idx, ka_ms, cap;
-	bool created = false, rejoin = false;
-	struct tern_session *sess;
+	bool created = false, rejoin = false, dying;
+	struct tern_session *sess, *joined;
 	u64 id, cookie, inc;
+	int err;
 
 	id = le64_to_cpu(h->session_id);
 	cookie = le64_to_cpu(h->cookie);
@@ -353,29 +393,36 @@ static int tern_server_bind(struct tern_core_lane *cl,
 			return err;
 	}
 
+	joined = tern_server_join(cl, id);
+	if (IS_ERR(joined))
+		return 0;
 	mutex_lock(&ep->lock);
 	if (ep->dying) {
 		mutex_unlock(&ep->lock);
 		tern_refuse(cl, -ESHUTDOWN, "endpoint going away");
-		return 0;
+		goto out;
 	}
 	sess = tern_server_find_locked(ep, id);
+	/* the ULP agreed to another port's session: that one, or none */
+	if (sess && sess->ep != ep && sess != joined) {
+		tern_refuse(cl, -EAGAIN, "session changed under a path's join");
+		goto refused;
+	}
 	if (sess && (sess->cookie != cookie ||
 		     sess->peer_incarnation != inc)) {
-		mutex_unlock(&ep->lock);
 		tern_refuse(cl, -EPERM, "session cookie mismatch");
-		return 0;
+		goto refused;
 	}
 	/* a lane joins only a session of the identity it proved, if any */
 	if (sess && strcmp(sess->identity, identity)) {
-		mutex_unlock(&ep->lock);
+		mutex_unlock(&ep->lock);	/* tern_refuse_auth() takes it */
+		tern_session_put(sess);
 		tern_refuse_auth(cl, -EPERM, "session of another identity");
-		return 0;
+		goto out;
 	}
 	if (sess && !tern_info_same(&sess->info, v)) {
-		mutex_unlock(&ep->lock);
 		tern_refuse(cl, -EINVAL, "lane parameters differ from session");
-		return 0;
+		goto refused;
 	}
 	/*
 	 * Caps on what a peer can make us hold: lanes past their handshake
@@ -390,27 +437,26 @@ static int tern_server_bind(struct tern_core_lane *cl,
 	cap = READ_ONCE(tern_max_lanes);
 	if (!rejoin && tern_ep_bound_lanes(ep) >= cap) {
 		tern_refuse_cap(cl, &ep->refused_lanes, "lanes", cap);
-		mutex_unlock(&ep->lock);
-		return 0;
+		goto refused;
 	}
 	cap = READ_ONCE(tern_max_sessions);
 	if (!sess && ep->nr_sessions >= cap) {
 		tern_refuse_cap(cl, &ep->refused_sessions, "sessions", cap);
-		mutex_unlock(&ep->lock);
-		return 0;
+		goto refused;
 	}
 	/* cl->peer: this lane's handshake still counts there, so it lives */
 	cap = READ_ONCE(tern_max_sessions_per_peer);
 	if (!sess && cl->peer && cap && cl->peer->sessions >= cap) {
 		tern_refuse_peer_cap(cl, &ep->refused_peer_sessions, "sessions",
 				     cap);
-		mutex_unlock(&ep->lock);
-		return 0;
+		goto refused;
 	}
 	if (!sess) {
 		sess = tern_session_alloc(ep, false, v->nr_lanes);
 		if (!sess) {
 			mutex_unlock(&ep->lock);
+			if (joined)
+				tern_session_put(joined);
 			return -ENOMEM;
 		}
 		sess->id = id;
@@ -420,6 +466,15 @@ static int tern_server_bind(struct tern_core_lane *cl,
 		sess->info = *v;
 		sess->negotiated = true;
 		sess->opts.keepalive_ms = ka_ms;
+		/* another path created it meanwhile: this lane tries again */
+		err = tern_group_add(sess);
+		if (err) {
+			mutex_unlock(&ep->lock);
+			tern_session_put(sess);
+			tern_refuse(cl, err, "session being created by another path");
+			goto out;
+		}
+		kref_get(&sess->ref);	/* as a found one has */
 		list_add_tail(&sess->ep_entry, &ep->sessions);
 		sess->linked = true;	/* the list holds the initial ref */
 		ep->nr_sessions++;
@@ -449,6 +504,8 @@ static int tern_server_bind(struct tern_core_lane *cl,
 	}
 
 	spin_lock_bh(&sess->lock);
+	/* its endpoint is going: this lane goes too (after the others) */
+	dying = sess->destroying;
 	old = sess->slots[lane_idx].lane;
 	if (old) {
 		/* The peer reconnected before we noticed the old lane die. */
@@ -481,7 +538,21 @@ static int tern_server_bind(struct tern_core_lane *cl,
 	}
 	if (created && ep->ops && ep->ops->session_event)
 		ep->ops->session_event(sess, TERN_SESSION_UP);
+	tern_session_put(sess);
+	if (joined)
+		tern_session_put(joined);
+	if (dying)
+		return -ESHUTDOWN;
 	tern_lane_arm_keepalive(cl, ka_ms);
+	return 0;
+
+refused:
+	mutex_unlock(&ep->lock);
+	if (sess)
+		tern_session_put(sess);
+out:
+	if (joined)
+		tern_session_put(joined);
 	return 0;
 }
 

@@ -165,6 +165,7 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 	hash_init(sess->pending);
 	INIT_LIST_HEAD(&sess->backlog);
 	INIT_LIST_HEAD(&sess->ep_entry);
+	INIT_HLIST_NODE(&sess->group_node);
 	init_waitqueue_head(&sess->wait);
 	INIT_DELAYED_WORK(&sess->loss_work, tern_session_loss_work);
 	INIT_WORK(&sess->event_work, tern_session_event_work);
@@ -178,27 +179,85 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 	return sess;
 }
 
-/* Caller holds sess->lock. */
+/* The path the session's I/O policy picks among the live ones, or NULL. */
+static struct tern_path *tern_pick_path_locked(struct tern_session *sess)
+{
+	unsigned int n = sess->nr_paths, i;
+	struct tern_path *p, *best = NULL;
+
+	lockdep_assert_held(&sess->lock);
+	switch (sess->iopolicy) {
+	case TERN_IOPOLICY_ROUND_ROBIN:
+		for (i = 0; i < n; i++) {
+			p = &sess->paths[(sess->path_rr + i) % n];
+			if (p->nr_live) {
+				sess->path_rr = p->idx + 1;
+				return p;
+			}
+		}
+		return NULL;
+	case TERN_IOPOLICY_MIN_INFLIGHT:
+		/* ties go round, so that equal paths share the load */
+		for (i = 0; i < n; i++) {
+			p = &sess->paths[(sess->path_rr + i) % n];
+			if (p->nr_live && (!best || p->inflight < best->inflight))
+				best = p;
+		}
+		if (best)
+			sess->path_rr = best->idx + 1;
+		return best;
+	default:	/* failover: the first live path in order of preference */
+		for (i = 0; i < n; i++)
+			if (sess->paths[i].nr_live)
+				return &sess->paths[i];
+		return NULL;
+	}
+}
+
+/*
+ * A live lane of the path the policy picks: the one @hint names among the
+ * path's lanes, else the next live one. Caller holds sess->lock.
+ */
 static struct tern_core_lane *tern_pick_lane_locked(struct tern_session *sess,
 						    unsigned int hint)
 {
-	unsigned int n = sess->info.nr_lanes, i;
+	struct tern_path *path;
 	struct tern_core_lane *cl;
+	unsigned int i;
 
 	lockdep_assert_held(&sess->lock);
-	if (!sess->nr_live || !n)
+	if (!sess->nr_live)
 		return NULL;
-	cl = sess->slots[hint % n].lane;
-	if (cl && cl->state == TERN_LANE_LIVE)
-		return cl;
-	for (i = 0; i < n; i++) {
-		cl = sess->slots[(sess->rr + i) % n].lane;
-		if (cl && cl->state == TERN_LANE_LIVE) {
-			sess->rr = (sess->rr + i + 1) % n;
+	path = tern_pick_path_locked(sess);
+	if (!path)
+		return NULL;
+	for (i = 0; i < path->lanes; i++) {
+		cl = sess->slots[path->idx +
+				 (hint + i) % path->lanes * sess->nr_paths].lane;
+		if (cl && cl->state == TERN_LANE_LIVE)
 			return cl;
-		}
 	}
 	return NULL;
+}
+
+/*
+ * Point @req at @cl (or at no lane), keeping the paths' counts. Reserved
+ * requests, which the responder may hold for long, are not in a path's
+ * inflight: they would keep min-inflight off their path.
+ */
+static void tern_req_set_lane_locked(struct tern_request *req,
+				     struct tern_core_lane *cl)
+{
+	lockdep_assert_held(&req->sess->lock);
+	if (req->path && !req->reserved)
+		req->path->inflight--;
+	req->lane = cl ? &cl->pub : NULL;
+	req->path = cl && cl->slot ? cl->slot->path : NULL;
+	if (req->path) {
+		if (!req->reserved)
+			req->path->inflight++;
+		req->path->requests++;
+	}
 }
 
 /*
@@ -213,12 +272,11 @@ tern_req_queue_locked(struct tern_session *sess, struct tern_request *req,
 	struct tern_core_lane *cl = tern_pick_lane_locked(sess, req->lane_hint);
 
 	lockdep_assert_held(&sess->lock);
+	tern_req_set_lane_locked(req, cl);
 	if (!cl) {
-		req->lane = NULL;
 		list_add_tail(&req->backlog, &sess->backlog);
 		return NULL;
 	}
-	req->lane = &cl->pub;
 	push = push && cl->pub.tops->push;
 	tern_lane_queue_frame(cl, &req->frame, !push);
 	if (!push)
@@ -261,7 +319,7 @@ static void tern_req_unlink_locked(struct tern_request *req)
 		else	/* pairs with tern_lane_tx_next()'s smp_wmb() */
 			smp_rmb();
 	}
-	req->lane = NULL;
+	tern_req_set_lane_locked(req, NULL);
 }
 
 void tern_req_put(struct tern_request *req)
@@ -434,6 +492,7 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	req->resends = 0;
 	req->lane_faults = 0;
 	req->lane = NULL;
+	req->path = NULL;
 	req->rx_lane = NULL;
 
 	memset(hdr, 0, sizeof(*hdr));
@@ -747,6 +806,8 @@ void tern_session_lane_live_locked(struct tern_session *sess,
 	lockdep_assert_held(&sess->lock);
 	tern_lane_move(cl, TERN_LANE_LIVE);
 	sess->nr_live++;
+	if (cl->slot->path)
+		cl->slot->path->nr_live++;
 	if (sess->state != TERN_SESS_LIVE &&
 	    tern_session_move_locked(sess, TERN_SESS_LIVE)) {
 		cancel_delayed_work(&sess->loss_work);
@@ -774,14 +835,18 @@ static void tern_fill_hello(struct tern_session *sess, struct tern_core_lane *cl
 	h->features = cpu_to_le32(neg ? sess->info.features :
 				  (o->data_crc && !o->integrity ?
 				   TERN_FEAT_DATA_CRC : 0) |
-				  (sess->tops->pull && !o->integrity ?
-				   TERN_FEAT_REMOTE_DATA : 0));
+				  0);
+	/* each lane its own: a session's paths may be of other transports */
+	h->features &= cpu_to_le32(~TERN_FEAT_REMOTE_DATA);
+	if (cl->pub.tops->pull && !o->integrity)
+		h->features |= cpu_to_le32(TERN_FEAT_REMOTE_DATA);
 	h->max_data = cpu_to_le32(neg ? sess->info.max_data : o->max_data);
 	h->max_front = cpu_to_le32(neg ? sess->info.max_front :
 				   TERN_WIRE_MAX_FRONT);
 	/* tern_session_set_timeouts() may change it meanwhile */
 	h->keepalive_ms = cpu_to_le32(READ_ONCE(o->keepalive_ms));
-	h->nr_lanes = cpu_to_le16(neg ? sess->info.nr_lanes : o->nr_lanes);
+	/* o->nr_lanes for each path */
+	h->nr_lanes = cpu_to_le16(neg ? sess->info.nr_lanes : sess->nr_slots);
 	h->lane_idx = cpu_to_le16(cl->slot->idx);
 	h->queue_depth = cpu_to_le16(neg ? sess->info.queue_depth :
 				     o->queue_depth);
@@ -821,11 +886,12 @@ static void tern_slot_connect_work(struct work_struct *work)
 static void tern_slot_connect(struct tern_lane_slot *slot)
 {
 	struct tern_session *sess = slot->sess;
+	struct tern_path *path = slot->path;
 	struct tern_core_lane *cl;
 	bool bound;
 	int err;
 
-	cl = tern_lane_alloc(sess->ep, sess->tops, true);
+	cl = tern_lane_alloc(sess->ep, path->tops, true);
 	if (!cl) {
 		err = -ENOMEM;
 		goto retry;
@@ -841,7 +907,7 @@ static void tern_slot_connect(struct tern_lane_slot *slot)
 	 */
 	kref_get(&cl->ref);
 
-	err = sess->tops->connect(&cl->pub, &sess->addr);
+	err = path->tops->connect(&cl->pub, &path->addr);
 	if (err) {
 		pr_debug("%s: connect failed (%d)\n", cl->name, err);
 		cl->sess = NULL;
@@ -926,6 +992,9 @@ static int tern_session_lane_admit(struct tern_core_lane *cl)
 		v.requester = true;
 		sess->info = v;
 		sess->negotiated = true;
+		for (i = 0; i < sess->nr_paths; i++)
+			sess->paths[i].lanes = v.nr_lanes > i ?
+				DIV_ROUND_UP(v.nr_lanes - i, sess->nr_paths) : 0;
 		for (i = 1; i < v.nr_lanes && !sess->destroying; i++)
 			mod_delayed_work(tern_wq, &sess->slots[i].connect_work,
 					 0);
@@ -933,7 +1002,8 @@ static int tern_session_lane_admit(struct tern_core_lane *cl)
 		   v.queue_depth != sess->info.queue_depth ||
 		   v.max_data != sess->info.max_data ||
 		   v.max_front != sess->info.max_front ||
-		   v.features != sess->info.features) {
+		   tern_session_features_differ(v.features,
+						sess->info.features)) {
 		spin_unlock_bh(&sess->lock);
 		tern_lane_proto_err(cl, "peer changed session parameters");
 		return -EPROTO;
@@ -1149,8 +1219,11 @@ void tern_session_lane_down(struct tern_session *sess,
 	    !READ_ONCE(tern_inject_fail_every))
 		sess->fatal_err = -ECONNRESET;
 	tern_lane_move(cl, TERN_LANE_DEAD);
-	if (was_live)
+	if (was_live) {
 		sess->nr_live--;
+		if (slot && slot->path)
+			slot->path->nr_live--;
+	}
 
 	spin_lock(&cl->tx_lock);
 	list_splice_init(&cl->tx_queue, &frames);
@@ -1199,7 +1272,7 @@ void tern_session_lane_down(struct tern_session *sess,
 			list_add_tail(&req->backlog, &exhausted);
 			continue;
 		}
-		req->lane = NULL;
+		tern_req_set_lane_locked(req, NULL);
 		req->resends++;
 		req->frame.hdr.flags |= cpu_to_le16(TERN_WIRE_F_RESENT);
 		if (slot)
@@ -1272,6 +1345,16 @@ static bool tern_timeouts_valid(unsigned int ka, unsigned int ka_tmo,
 	       (loss <= TERN_MAX_LOSS_TMO_MS || loss == TERN_LOSS_TIMEOUT_NEVER);
 }
 
+/* Paths @o asks for: the first, and those of @o->paths up to a NULL. */
+static unsigned int tern_opts_nr_paths(const struct tern_session_opts *o)
+{
+	unsigned int n = 1;
+
+	while (n < TERN_MAX_PATHS && o->paths[n - 1])
+		n++;
+	return n;
+}
+
 static int tern_opts_fill(struct tern_session_opts *o,
 			  const struct tern_session_opts *in)
 {
@@ -1312,7 +1395,9 @@ static int tern_opts_fill(struct tern_session_opts *o,
 			     !tern_identity_valid(o->auth_identity,
 						  TERN_WIRE_IDENTITY_LEN))) ||
 	    ((o->encrypt || o->integrity) && !o->auth_key) ||
-	    (o->encrypt && o->integrity))
+	    (o->encrypt && o->integrity) ||
+	    o->nr_lanes * tern_opts_nr_paths(o) > TERN_WIRE_MAX_LANES ||
+	    o->iopolicy >= TERN_NR_IOPOLICIES)
 		return -EINVAL;
 	/* the session copies what it needs of them: nothing dangles */
 	o->auth_identity = NULL;
@@ -1320,25 +1405,113 @@ static int tern_opts_fill(struct tern_session_opts *o,
 	return 0;
 }
 
+/*
+ * Every lane is live; or, with several paths, every lane is live or has
+ * failed to connect once: a path that is down now does not hold up the
+ * others, and comes up on its own later. Caller holds sess->lock.
+ */
+static bool tern_connect_done_locked(struct tern_session *sess)
+{
+	unsigned int i;
+
+	if (!sess->negotiated)
+		return false;
+	if (sess->nr_live == sess->info.nr_lanes)
+		return true;
+	if (sess->nr_paths < 2 || !sess->nr_live)
+		return false;
+	for (i = 0; i < sess->info.nr_lanes; i++) {
+		struct tern_core_lane *cl = sess->slots[i].lane;
+
+		if (!(cl && cl->state == TERN_LANE_LIVE) &&
+		    !sess->slots[i].last_err)
+			return false;
+	}
+	return true;
+}
+
 static bool tern_connect_settled(struct tern_session *sess)
 {
 	bool done;
 
 	spin_lock_bh(&sess->lock);
-	done = sess->fatal_err ||
-	       (sess->negotiated && sess->nr_live == sess->info.nr_lanes);
+	done = sess->fatal_err || tern_connect_done_locked(sess);
 	spin_unlock_bh(&sess->lock);
 	return done;
+}
+
+/* Format @path as "transport://address:port" into @buf. */
+static void tern_path_uri(const struct tern_path *path, char *buf,
+			  size_t size)
+{
+	snprintf(buf, size, "%s://%pISpc", path->tops->name, &path->addr);
+}
+
+/*
+ * tern_connect() succeeded with a path that has no live lane, or no lane
+ * at all (the peer granted fewer lanes than there are paths): say so.
+ */
+static void tern_session_path_warn(struct tern_session *sess,
+				   struct tern_path *path)
+{
+	char uri[80];
+
+	if (READ_ONCE(path->nr_live))
+		return;
+	tern_path_uri(path, uri, sizeof(uri));
+	if (!path->lanes)
+		pr_warn("%s/%016llx: path %s has no lane: the peer granted %u lanes for %u paths\n",
+			sess->ep->name, sess->id, uri, sess->info.nr_lanes,
+			sess->nr_paths);
+	else
+		pr_warn("%s/%016llx: path %s is down for now (%d); it keeps trying\n",
+			sess->ep->name, sess->id, uri,
+			sess->slots[path->idx].last_err);
+}
+
+/* Put the transports of the paths set up so far. */
+static void tern_session_put_paths(struct tern_session *sess)
+{
+	while (sess->nr_paths)
+		tern_transport_put(sess->paths[--sess->nr_paths].tops);
+}
+
+/* Set up a path to @uri, the next of @sess; -errno if it cannot be. */
+static int tern_session_add_path(struct tern_session *sess, const char *uri)
+{
+	struct tern_path *path = &sess->paths[sess->nr_paths];
+	const struct tern_session_opts *o = &sess->opts;
+	char scheme[TERN_SCHEME_MAX];
+	int err;
+
+	err = tern_parse_uri(uri, scheme, sizeof(scheme), &path->addr);
+	if (err)
+		return err;
+	path->tops = tern_transport_get(scheme);
+	if (!path->tops)
+		return -EPROTONOSUPPORT;
+	if ((o->encrypt && !path->tops->encrypt) ||
+	    (o->integrity && !path->tops->frame_tags)) {
+		pr_err("%s: transport %s cannot %s\n", sess->ep->name, scheme,
+		       o->encrypt ? "encrypt" : "sign frames");
+		tern_transport_put(path->tops);
+		return -EPROTONOSUPPORT;
+	}
+	path->idx = sess->nr_paths++;
+	return 0;
 }
 
 /**
  * tern_connect - open a session to a remote endpoint
  * @ep: local endpoint
- * @uri: "tcp://HOST[:PORT]" or "rdma://HOST[:PORT]"
- * @opts: options, or NULL for defaults
+ * @uri: "tcp://HOST[:PORT]" or "rdma://HOST[:PORT]": the first path
+ * @opts: options, or NULL for defaults; @opts->paths names further paths
  *
  * Sleeps until every negotiated lane is live, the peer refuses, or the
- * connect timeout passes.
+ * connect timeout passes. The first path negotiates the session and
+ * must answer; with several paths, once every lane is live or has failed
+ * to connect once, the session is up if any lane is: lanes of a path
+ * that is down keep trying on their own.
  * Return: the session, or ERR_PTR: -EINVAL (bad URI or options),
  * -EPROTONOSUPPORT (no such transport), a connect error, -ECONNREFUSED
  * (handshake refused), -ETIMEDOUT, -EINTR.
@@ -1346,39 +1519,32 @@ static bool tern_connect_settled(struct tern_session *sess)
 struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 				  const struct tern_session_opts *opts)
 {
-	const struct tern_transport_ops *tops;
-	struct sockaddr_storage addr;
 	struct tern_session_opts o;
 	struct tern_session *sess;
-	char scheme[TERN_SCHEME_MAX];
+	unsigned int i, nr_paths;
 	long left;
 	int err;
 
-	err = tern_parse_uri(uri, scheme, sizeof(scheme), &addr);
-	if (err)
-		return ERR_PTR(err);
 	err = tern_opts_fill(&o, opts);
 	if (err)
 		return ERR_PTR(err);
-	tops = tern_transport_get(scheme);
-	if (!tops)
-		return ERR_PTR(-EPROTONOSUPPORT);
-	if ((o.encrypt && !tops->encrypt) ||
-	    (o.integrity && !tops->frame_tags)) {
-		pr_err("%s: transport %s cannot %s\n", ep->name, scheme,
-		       o.encrypt ? "encrypt" : "sign frames");
-		tern_transport_put(tops);
-		return ERR_PTR(-EPROTONOSUPPORT);
-	}
-
-	sess = tern_session_alloc(ep, true, o.nr_lanes);
-	if (!sess) {
-		tern_transport_put(tops);
+	nr_paths = tern_opts_nr_paths(&o);
+	sess = tern_session_alloc(ep, true, o.nr_lanes * nr_paths);
+	if (!sess)
 		return ERR_PTR(-ENOMEM);
-	}
-	sess->tops = tops;
-	sess->addr = addr;
 	sess->opts = o;
+	sess->iopolicy = o.iopolicy;
+	for (i = 0; i < nr_paths && !err; i++)
+		err = tern_session_add_path(sess, i ? o.paths[i - 1] : uri);
+	for (i = 0; i < sess->nr_slots; i++)
+		sess->slots[i].path = &sess->paths[i % nr_paths];
+	if (err) {
+		tern_session_put_paths(sess);
+		tern_session_put(sess);
+		return ERR_PTR(err);
+	}
+	/* the URIs are the caller's: nothing dangles */
+	memset(sess->opts.paths, 0, sizeof(sess->opts.paths));
 	sess->id = get_random_u64();
 	sess->cookie = get_random_u64();
 	sess->info.nr_lanes = 0;
@@ -1392,14 +1558,14 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 					       sess->auth_keys);
 		}
 		if (err) {
-			tern_transport_put(tops);
+			tern_session_put_paths(sess);
 			tern_session_put(sess);
 			return ERR_PTR(err);
 		}
 	}
 	err = tern_endpoint_link_session(ep, sess);
 	if (err) {
-		tern_transport_put(tops);
+		tern_session_put_paths(sess);
 		tern_session_put(sess);
 		return ERR_PTR(err);
 	}
@@ -1409,7 +1575,7 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 					   tern_connect_settled(sess),
 					   msecs_to_jiffies(o.connect_timeout_ms));
 	spin_lock_bh(&sess->lock);
-	if (sess->negotiated && sess->nr_live == sess->info.nr_lanes)
+	if (tern_connect_done_locked(sess))
 		err = 0;
 	else if (sess->fatal_err)
 		err = sess->fatal_err;
@@ -1422,6 +1588,8 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 		tern_session_destroy(sess);
 		return ERR_PTR(err);
 	}
+	for (i = 0; i < sess->nr_paths; i++)
+		tern_session_path_warn(sess, &sess->paths[i]);
 	return sess;
 }
 EXPORT_SYMBOL_GPL(tern_connect);
@@ -1475,7 +1643,7 @@ void tern_session_destroy(struct tern_session *sess)
 
 	tern_endpoint_unlink_session(sess);
 	cancel_work_sync(&sess->event_work);
-	tern_transport_put(sess->tops);
+	tern_session_put_paths(sess);
 	tern_session_put(sess);
 }
 EXPORT_SYMBOL_GPL(tern_session_destroy);
@@ -1591,9 +1759,112 @@ EXPORT_SYMBOL_GPL(tern_session_set_timeouts);
  */
 bool tern_session_send_sleeps(struct tern_session *sess)
 {
-	return sess->tops && sess->tops->push && sess->tops->push_sleeps;
+	unsigned int i;
+
+	for (i = 0; i < sess->nr_paths; i++)
+		if (sess->paths[i].tops->push &&
+		    sess->paths[i].tops->push_sleeps)
+			return true;
+	return false;
 }
 EXPORT_SYMBOL_GPL(tern_session_send_sleeps);
+
+/**
+ * tern_session_nr_paths - paths of a requester session
+ * @sess: the session
+ *
+ * Return: 1 and more for a requester session, 0 for a responder's.
+ */
+unsigned int tern_session_nr_paths(struct tern_session *sess)
+{
+	return sess->nr_paths;
+}
+EXPORT_SYMBOL_GPL(tern_session_nr_paths);
+
+/**
+ * tern_session_get_path - the state and counters of a path
+ * @sess: a requester session
+ * @idx: the path, 0 for the URI given to tern_connect()
+ * @info: filled in
+ *
+ * Return: 0, or -ENOENT when there is no such path.
+ */
+int tern_session_get_path(struct tern_session *sess, unsigned int idx,
+			  struct tern_path_info *info)
+{
+	struct tern_path *path;
+	unsigned int i;
+
+	if (idx >= sess->nr_paths)
+		return -ENOENT;
+	path = &sess->paths[idx];
+	memset(info, 0, sizeof(*info));
+	tern_path_uri(path, info->uri, sizeof(info->uri));
+	spin_lock_bh(&sess->lock);
+	info->lanes = path->lanes;
+	info->live_lanes = path->nr_live;
+	info->inflight = path->inflight;
+	info->requests = path->requests;
+	for (i = idx; i < sess->nr_slots; i += sess->nr_paths) {
+		struct tern_lane_slot *slot = &sess->slots[i];
+
+		info->resends += atomic64_read(&slot->stats.resends);
+		info->reconnects += atomic64_read(&slot->stats.reconnects);
+		if (slot->last_err)
+			info->last_err = slot->last_err;
+	}
+	spin_unlock_bh(&sess->lock);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_session_get_path);
+
+static const char *const tern_iopolicy_names[TERN_NR_IOPOLICIES] = {
+	[TERN_IOPOLICY_FAILOVER]	= "failover",
+	[TERN_IOPOLICY_ROUND_ROBIN]	= "round-robin",
+	[TERN_IOPOLICY_MIN_INFLIGHT]	= "min-inflight",
+};
+
+/* The name of @policy, as tern_iopolicy_parse() takes it; NULL if none */
+const char *tern_iopolicy_name(enum tern_iopolicy policy)
+{
+	return policy < TERN_NR_IOPOLICIES ? tern_iopolicy_names[policy] :
+					     NULL;
+}
+EXPORT_SYMBOL_GPL(tern_iopolicy_name);
+
+/* The policy @name names (a trailing newline allowed), or -EINVAL */
+int tern_iopolicy_parse(const char *name)
+{
+	int i = sysfs_match_string(tern_iopolicy_names, name);
+
+	return i < 0 ? -EINVAL : i;
+}
+EXPORT_SYMBOL_GPL(tern_iopolicy_parse);
+
+enum tern_iopolicy tern_session_iopolicy(struct tern_session *sess)
+{
+	return READ_ONCE(sess->iopolicy);
+}
+EXPORT_SYMBOL_GPL(tern_session_iopolicy);
+
+/**
+ * tern_session_set_iopolicy - change how requests spread over the paths
+ * @sess: a requester session
+ * @policy: the new policy; requests sent from now on follow it
+ *
+ * Return: 0, or -EINVAL for an unknown policy or a responder session.
+ */
+int tern_session_set_iopolicy(struct tern_session *sess,
+			      enum tern_iopolicy policy)
+{
+	if (policy >= TERN_NR_IOPOLICIES || !sess->requester)
+		return -EINVAL;
+	spin_lock_bh(&sess->lock);
+	WRITE_ONCE(sess->iopolicy, policy);
+	spin_unlock_bh(&sess->lock);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(tern_session_set_iopolicy);
 
 /**
  * tern_session_live - does the session have a live lane right now?
@@ -1742,6 +2013,22 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 	for (i = 0; i < sess->nr_slots; i++)
 		tern_stats_add(&sum, &sess->slots[i].stats);
 	tern_stats_show(m, "", &sum);
+
+	if (sess->nr_paths)
+		seq_printf(m, "iopolicy %s\n",
+			   tern_iopolicy_name(READ_ONCE(sess->iopolicy)));
+	for (i = 0; i < sess->nr_paths; i++) {
+		struct tern_path_info pi;
+
+		tern_session_get_path(sess, i, &pi);
+		seq_printf(m, "path%u.uri %s\n", i, pi.uri);
+		seq_printf(m, "path%u.lanes %u\n", i, pi.lanes);
+		seq_printf(m, "path%u.live_lanes %u\n", i, pi.live_lanes);
+		seq_printf(m, "path%u.inflight %u\n", i, pi.inflight);
+		seq_printf(m, "path%u.requests %llu\n", i, pi.requests);
+		seq_printf(m, "path%u.resends %llu\n", i, pi.resends);
+		seq_printf(m, "path%u.reconnects %llu\n", i, pi.reconnects);
+	}
 
 	for (i = 0; i < sess->nr_slots; i++) {
 		struct tern_core_lane *cl;

@@ -140,10 +140,26 @@ struct tern_sess_counts {
 	u64	replies;
 };
 
+/*
+ * A requester's way to its peer: a transport and an address, with its
+ * own lanes, the slots whose index modulo the session's path count is
+ * @idx. Counters under sess->lock.
+ */
+struct tern_path {
+	const struct tern_transport_ops	*tops;
+	struct sockaddr_storage		addr;
+	unsigned int			idx;
+	unsigned int			lanes;		/* once negotiated */
+	unsigned int			nr_live;	/* live lanes */
+	unsigned int			inflight;	/* requests on its lanes */
+	u64				requests;	/* sent on it, resends too */
+};
+
 /* A lane position in a session; survives the connections that fill it. */
 struct tern_lane_slot {
 	struct tern_session	*sess;
 	unsigned int		idx;
+	struct tern_path	*path;		/* requester only */
 	struct tern_core_lane	*lane;		/* current connection */
 	struct delayed_work	connect_work;	/* requester only */
 	unsigned int		backoff_ms;
@@ -231,6 +247,8 @@ struct tern_session {
 	struct list_head		ep_entry;
 	bool				requester;
 	bool				linked;		/* on ep->sessions */
+	/* responder, of a grouped endpoint: in the group table (endpoint.c) */
+	struct hlist_node		group_node;
 	bool				counted;	/* in ep->nr_sessions */
 	struct tern_peer		*peer;		/* counted there, or NULL */
 	u64				id;
@@ -239,8 +257,11 @@ struct tern_session {
 	/* the connector's identity, proven when auth_keys / FEAT_AUTH */
 	char				identity[TERN_WIRE_IDENTITY_LEN];
 	struct tern_auth_keys		*auth_keys;	/* requester only */
-	const struct tern_transport_ops	*tops;		/* requester only */
-	struct sockaddr_storage		addr;
+	/* requester only: the paths, in order of preference */
+	struct tern_path		paths[TERN_MAX_PATHS];
+	unsigned int			nr_paths;
+	enum tern_iopolicy		iopolicy;	/* under lock */
+	unsigned int			path_rr;	/* round robin */
 	struct tern_session_opts	opts;
 	struct tern_session_info	info;
 	void				*priv;
@@ -254,7 +275,6 @@ struct tern_session {
 	struct tern_lane_slot		*slots;
 	unsigned int			nr_lanes;	/* bound lanes */
 	unsigned int			nr_live;
-	unsigned int			rr;		/* lane round robin */
 
 	DECLARE_HASHTABLE(pending, TERN_PENDING_BITS);
 	struct list_head		backlog;
@@ -321,6 +341,8 @@ struct tern_endpoint {
 	wait_queue_head_t		wait;
 	struct dentry			*dbg;
 	struct tern_stats __percpu	*stats;		/* unbound lanes */
+	/* endpoints of one group share their responder sessions (server.c) */
+	const void			*group;
 };
 
 /*
@@ -500,5 +522,16 @@ void tern_lane_handshake_uncount_locked(struct tern_core_lane *cl);
 int tern_endpoint_link_session(struct tern_endpoint *ep,
 			       struct tern_session *sess);
 void tern_endpoint_unlink_session(struct tern_session *sess);
+
+/* Features every lane of a session agrees on; remote data is per lane. */
+static inline bool tern_session_features_differ(u32 a, u32 b)
+{
+	return (a ^ b) & ~TERN_FEAT_REMOTE_DATA;
+}
+
+/* endpoint.c: the responder sessions of grouped endpoints */
+struct tern_session *tern_group_find(struct tern_endpoint *ep, u64 id);
+int tern_group_add(struct tern_session *sess);
+void tern_group_del(struct tern_session *sess);
 
 #endif /* _TERN_CORE_H */

@@ -42,6 +42,7 @@ struct tern_endpoint;
 struct tern_session;
 struct tern_listener;
 struct tern_lane;
+struct tern_path;
 
 /* Frame as queued on a lane; embedded in requests, replies and lanes. */
 struct tern_frame {
@@ -122,6 +123,7 @@ struct tern_request {
 	struct list_head	backlog;
 	struct tern_session	*sess;
 	struct tern_lane	*lane;		/* lane it was last queued on */
+	struct tern_path	*path;		/* the path of @lane */
 	struct tern_lane	*rx_lane;	/* lane receiving its reply */
 	refcount_t		ref;
 	u64			tid;
@@ -219,6 +221,11 @@ enum tern_session_event {
  *	1-63 of [A-Za-z0-9._:-]); copy its TERN_AUTH_KEY_LEN byte key to
  *	@key and return 0, or return -ENOKEY if it has none. Process
  *	context, may sleep. Without it no connector can authenticate.
+ * @lane_join: responder, optional: a lane that arrived at endpoint @ep
+ *	joins @sess, a session of another endpoint of the same group
+ *	(another path of a multipath requester). Return 0 to let it, or a
+ *	negative errno to refuse the lane. Without it such lanes are
+ *	refused. Process context, may sleep; @sess is referenced.
  */
 struct tern_endpoint_ops {
 	void	(*request)(struct tern_srv_req *req);
@@ -228,6 +235,8 @@ struct tern_endpoint_ops {
 				 enum tern_session_event ev);
 	int	(*auth_key)(struct tern_endpoint *ep, const char *identity,
 			    u8 *key);
+	int	(*lane_join)(struct tern_session *sess,
+			     struct tern_endpoint *ep);
 };
 
 /**
@@ -246,6 +255,9 @@ struct tern_endpoint_ops {
  * @require_encrypt: responder: refuse connectors that do not encrypt
  * @require_integrity: responder: refuse connectors that neither sign
  *	(TERN_FEAT_INTEGRITY) nor encrypt
+ * @group: responder: endpoints with the same non-NULL group share their
+ *	sessions, so that a requester's paths (tern_session_opts.paths)
+ *	may arrive at any of them; see &tern_endpoint_ops.lane_join
  *
  * The caps apply during negotiation; 0 selects the default in brackets.
  */
@@ -260,6 +272,25 @@ struct tern_endpoint_conf {
 	bool				require_auth;
 	bool				require_encrypt;
 	bool				require_integrity;
+	const void			*group;
+};
+
+/* Paths of a session: the first tern_connect()'s URI, the others opts.paths */
+#define TERN_MAX_PATHS		4
+
+/**
+ * enum tern_iopolicy - how a multipath session spreads its requests
+ * @TERN_IOPOLICY_FAILOVER: all on the first path in order that has a live
+ *	lane; back on a preferred path as soon as one of its lanes is live
+ * @TERN_IOPOLICY_ROUND_ROBIN: each request on the next live path
+ * @TERN_IOPOLICY_MIN_INFLIGHT: on the live path with the fewest requests
+ *	queued or awaiting their reply
+ */
+enum tern_iopolicy {
+	TERN_IOPOLICY_FAILOVER,
+	TERN_IOPOLICY_ROUND_ROBIN,
+	TERN_IOPOLICY_MIN_INFLIGHT,
+	TERN_NR_IOPOLICIES,
 };
 
 /**
@@ -289,6 +320,10 @@ struct tern_endpoint_conf {
  * @integrity: with @auth_key and without @encrypt: sign every frame of
  *	every lane after its handshake (keyed MACs, in place of @data_crc),
  *	and refuse a peer that will not
+ * @paths: URIs of further paths to the same peer (other addresses, other
+ *	transports), NULL-terminated when fewer than TERN_MAX_PATHS - 1;
+ *	each path has @nr_lanes lanes of its own, all of one session
+ * @iopolicy: how requests spread over the paths [failover]
  */
 struct tern_session_opts {
 	unsigned int	nr_lanes;
@@ -306,6 +341,30 @@ struct tern_session_opts {
 	const u8	*auth_key;
 	bool		encrypt;
 	bool		integrity;
+	const char	*paths[TERN_MAX_PATHS - 1];
+	enum tern_iopolicy iopolicy;
+};
+
+/**
+ * struct tern_path_info - a path of a requester session, as it is now
+ * @uri: "transport://address:port"
+ * @lanes: lanes of the path
+ * @live_lanes: those of them live
+ * @inflight: requests queued on its lanes or awaiting their reply there
+ * @requests: requests sent on it, resends included
+ * @resends: requests resent after one of its lanes failed
+ * @reconnects: times a lane of it came back
+ * @last_err: the last error connecting one of its lanes, or 0
+ */
+struct tern_path_info {
+	char		uri[80];
+	unsigned int	lanes;
+	unsigned int	live_lanes;
+	unsigned int	inflight;
+	u64		requests;
+	u64		resends;
+	u64		reconnects;
+	int		last_err;
 };
 
 #define TERN_LOSS_TIMEOUT_NEVER	UINT_MAX
@@ -364,6 +423,14 @@ bool tern_session_send_sleeps(struct tern_session *sess);
 void tern_session_set_priv(struct tern_session *sess, void *priv);
 void *tern_session_priv(struct tern_session *sess);
 struct tern_endpoint *tern_session_endpoint(struct tern_session *sess);
+unsigned int tern_session_nr_paths(struct tern_session *sess);
+int tern_session_get_path(struct tern_session *sess, unsigned int idx,
+			  struct tern_path_info *info);
+enum tern_iopolicy tern_session_iopolicy(struct tern_session *sess);
+int tern_session_set_iopolicy(struct tern_session *sess,
+			      enum tern_iopolicy policy);
+const char *tern_iopolicy_name(enum tern_iopolicy policy);
+int tern_iopolicy_parse(const char *name);
 
 void tern_request_init(struct tern_request *req);
 

@@ -19,9 +19,25 @@ void list_usage(FILE *out)
 	fprintf(out, "usage: %s list [--json]\n\n", ternadm_prog);
 	fprintf(out, "One line per mapped device: name, URI (transport, address, service,\n");
 	fprintf(out, "export), state, lanes, queue depth, size (K, M, G, ... of 1024) and\n");
-	fprintf(out, "flags (crc, auth, encrypt, integrity, ro); with --json a JSON array\n");
-	fprintf(out, "of objects, sizes in bytes.\n");
+	fprintf(out, "flags (crc, auth, encrypt, integrity, ro); a device of several paths\n");
+	fprintf(out, "has a line per path below it: URI, live or down, live lanes of its\n");
+	fprintf(out, "lanes, requests in flight and sent on it, resends. With --json a JSON\n");
+	fprintf(out, "array of objects, sizes in bytes.\n");
 }
+
+#define MAX_PATHS	4
+
+/* A line of /sys/block/ternN/tern/paths */
+struct list_path {
+	char	uri[80];
+	char	state[8];
+	u64	lanes;
+	u64	live_lanes;
+	u64	inflight;
+	u64	requests;
+	u64	resends;
+	u64	reconnects;
+};
 
 struct list_dev {
 	char	name[32];
@@ -40,7 +56,46 @@ struct list_dev {
 	bool	encrypt;
 	bool	integrity;
 	char	uuid[40];	/* empty: the target names no uuid */
+	char	iopolicy[16];	/* empty: a tern_blk without paths */
+	struct list_path paths[MAX_PATHS];
+	int	nr_paths;
 };
+
+/* The value of key=value @key in @line, 0 if it is not there */
+static u64 path_field(const char *line, const char *key)
+{
+	char pat[32];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), " %s=", key);
+	p = strstr(line, pat);
+	return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+}
+
+static void list_paths(struct list_dev *d)
+{
+	char path[PATH_MAX], line[512];
+	struct list_path *lp;
+	FILE *f;
+
+	snprintf(path, sizeof(path), SYS_BLOCK "/%s/tern/paths", d->name);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (d->nr_paths < MAX_PATHS && fgets(line, sizeof(line), f)) {
+		lp = &d->paths[d->nr_paths];
+		if (sscanf(line, "%79s %7s", lp->uri, lp->state) != 2)
+			continue;
+		lp->lanes = path_field(line, "lanes");
+		lp->live_lanes = path_field(line, "live_lanes");
+		lp->inflight = path_field(line, "inflight");
+		lp->requests = path_field(line, "requests");
+		lp->resends = path_field(line, "resends");
+		lp->reconnects = path_field(line, "reconnects");
+		d->nr_paths++;
+	}
+	fclose(f);
+}
 
 static void list_str(const char *name, const char *attr, char *buf,
 		     size_t len)
@@ -81,6 +136,10 @@ static void list_read(struct list_dev *d)
 	list_str(d->name, "tern/uuid", d->uuid, sizeof(d->uuid));
 	if (!strcmp(d->uuid, "?"))
 		d->uuid[0] = '\0';
+	list_str(d->name, "tern/iopolicy", d->iopolicy, sizeof(d->iopolicy));
+	if (!strcmp(d->iopolicy, "?"))
+		d->iopolicy[0] = '\0';
+	list_paths(d);
 }
 
 /* @bytes as 512B, 64.0M, 1.5G: units of 1024, one decimal */
@@ -146,6 +205,32 @@ static struct list_dev *list_scan(int *nr)
 	return devs;
 }
 
+static void list_json_paths(struct json *j, const struct list_dev *d)
+{
+	struct json pj;
+	int i;
+
+	json_key(j, "paths");
+	fputc('[', j->out);
+	for (i = 0; i < d->nr_paths; i++) {
+		const struct list_path *p = &d->paths[i];
+
+		if (i)
+			fputc(',', j->out);
+		json_begin(&pj, j->out);
+		json_str(&pj, "uri", p->uri);
+		json_str(&pj, "state", p->state);
+		json_u64(&pj, "lanes", p->lanes);
+		json_u64(&pj, "live_lanes", p->live_lanes);
+		json_u64(&pj, "inflight", p->inflight);
+		json_u64(&pj, "requests", p->requests);
+		json_u64(&pj, "resends", p->resends);
+		json_u64(&pj, "reconnects", p->reconnects);
+		json_close(&pj);
+	}
+	fputc(']', j->out);
+}
+
 static void list_json(const struct list_dev *devs, int nr)
 {
 	char dev[48];
@@ -176,15 +261,30 @@ static void list_json(const struct list_dev *devs, int nr)
 		json_bool(&j, "encrypt", d->encrypt);
 		json_bool(&j, "integrity", d->integrity);
 		json_str(&j, "uuid", d->uuid);
+		if (d->iopolicy[0])
+			json_str(&j, "iopolicy", d->iopolicy);
+		if (d->nr_paths)
+			list_json_paths(&j, d);
 		json_close(&j);
 	}
 	fputs(nr ? "\n]\n" : "]\n", stdout);
 }
 
+static void list_path_line(const struct list_path *p)
+{
+	printf("  path %-36s %-4s lanes %llu/%llu", p->uri, p->state,
+	       (unsigned long long)p->live_lanes,
+	       (unsigned long long)p->lanes);
+	printf(" inflight %llu requests %llu resends %llu\n",
+	       (unsigned long long)p->inflight,
+	       (unsigned long long)p->requests,
+	       (unsigned long long)p->resends);
+}
+
 static void list_text(const struct list_dev *devs, int nr)
 {
 	char uri[160], host[64], size[16];
-	int i;
+	int i, p;
 
 	for (i = 0; i < nr; i++) {
 		const struct list_dev *d = &devs[i];
@@ -201,6 +301,10 @@ static void list_text(const struct list_dev *devs, int nr)
 		       d->encrypt ? " encrypt" : "",
 		       d->integrity ? " integrity" : "",
 		       d->read_only ? " ro" : "");
+		if (d->nr_paths > 1)
+			printf("  iopolicy %s\n", d->iopolicy);
+		for (p = 0; d->nr_paths > 1 && p < d->nr_paths; p++)
+			list_path_line(&d->paths[p]);
 	}
 }
 

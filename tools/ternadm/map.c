@@ -29,6 +29,7 @@
 #define MAX_LOSS_TIMEOUT 86400
 #define BDEV_WAIT_MS	2000	/* for udev or devtmpfs to make the node */
 #define KEY_DESC_PREFIX	"tern:"	/* logon keys need a "prefix:" */
+#define MAX_PATHS	3	/* besides the URI's: tern's TERN_MAX_PATHS - 1 */
 
 static const char *const map_help[] = {
 	"",
@@ -55,6 +56,16 @@ static const char *const map_help[] = {
 	"  --encrypt          encrypt the connections (TCP; needs a key)",
 	"  --integrity        sign every frame with keyed MACs (TCP; needs a",
 	"                     key; excludes --encrypt and --crc)",
+	"  --path URI         a further path to the same target, tcp://HOST[:PORT]",
+	"                     or rdma://HOST[:PORT], with lanes of its own; up to",
+	"                     3 of them, in order of preference after the first",
+	"  --iopolicy P       how I/O spreads over the paths: failover (default:",
+	"                     the first path that is up), round-robin, or",
+	"                     min-inflight (the path with the fewest requests out)",
+	"",
+	"The first path must answer when mapping; the others may be down then",
+	"and join when they come up. A path failing moves its requests to the",
+	"others at once; the loss timeout runs only while no path is up.",
 	"",
 	"--key-file and --key exclude each other. With either, the target and",
 	"this host prove to each other that they hold the host id's key.",
@@ -88,6 +99,8 @@ enum {
 	OPT_ENCRYPT,
 	OPT_INTEGRITY,
 	OPT_NEW,
+	OPT_PATH,
+	OPT_IOPOLICY,
 	OPT_HELP,
 	OPT_END,
 };
@@ -106,6 +119,8 @@ static const struct option map_opts[] = {
 	{ "encrypt",		no_argument,	   NULL, OPT_ENCRYPT },
 	{ "integrity",		no_argument,	   NULL, OPT_INTEGRITY },
 	{ "new",		no_argument,	   NULL, OPT_NEW },
+	{ "path",		required_argument, NULL, OPT_PATH },
+	{ "iopolicy",		required_argument, NULL, OPT_IOPOLICY },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -133,7 +148,24 @@ struct map_args {
 	const char	*key;		/* a keyring key's description */
 	char		host_id[NAME_MAX_LEN];	/* with key_file */
 	char		key_desc[sizeof(KEY_DESC_PREFIX) + NAME_MAX_LEN];
+	struct tern_uri	paths[MAX_PATHS];	/* --path */
+	unsigned int	nr_paths;
+	const char	*iopolicy;
 };
+
+static const char *const iopolicies[] = {
+	"failover", "round-robin", "min-inflight",
+};
+
+static bool valid_iopolicy(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(iopolicies); i++)
+		if (!strcmp(s, iopolicies[i]))
+			return true;
+	return false;
+}
 
 /*
  * A key description as the option string can carry it: printable, no
@@ -159,7 +191,7 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", map_opts, NULL)) != -1) {
-		if (c >= OPT_LANES && c < OPT_END) {
+		if (c >= OPT_LANES && c < OPT_END && c != OPT_PATH) {
 			if (seen[c - OPT_LANES]) {
 				ternadm_err("map: option --%s given twice",
 					    map_opts[c - OPT_LANES].name);
@@ -206,6 +238,22 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 			break;
 		case OPT_NEW:
 			a->duplicate = true;
+			break;
+		case OPT_PATH:
+			if (a->nr_paths == MAX_PATHS) {
+				ternadm_err("map: at most %d --path", MAX_PATHS);
+				return EXIT_USAGE;
+			}
+			why = parse_uri(optarg, false, &a->paths[a->nr_paths]);
+			if (why)
+				return bad_value("path", optarg, why);
+			a->nr_paths++;
+			break;
+		case OPT_IOPOLICY:
+			if (!valid_iopolicy(optarg))
+				return bad_value("iopolicy", optarg,
+						 "failover, round-robin or min-inflight");
+			a->iopolicy = optarg;
 			break;
 		case OPT_KEY_FILE:
 			if (!optarg[0])
@@ -318,6 +366,7 @@ static int map_load_key(const char *desc, const char *text)
 static int map_opts_string(const struct map_args *a, char *buf, size_t len)
 {
 	const struct tern_uri *u = &a->uri;
+	unsigned int i;
 	int n;
 
 	n = snprintf(buf, len, "transport=%s,address=%s,service=%u,export=%s%s%s%s%s%s%s",
@@ -347,6 +396,15 @@ static int map_opts_string(const struct map_args *a, char *buf, size_t len)
 		n += snprintf(buf + n, len - n, ",loss_timeout=forever");
 	if ((size_t)n < len && a->duplicate)
 		n += snprintf(buf + n, len - n, ",duplicate=1");
+	for (i = 0; i < a->nr_paths && (size_t)n < len; i++) {
+		char host[64];
+
+		uri_host(host, sizeof(host), a->paths[i].address);
+		n += snprintf(buf + n, len - n, ",path=%s://%s:%u",
+			      a->paths[i].scheme, host, a->paths[i].port);
+	}
+	if ((size_t)n < len && a->iopolicy)
+		n += snprintf(buf + n, len - n, ",iopolicy=%s", a->iopolicy);
 	return (size_t)n < len ? 0 : -1;
 }
 

@@ -184,6 +184,23 @@ stuck_in_d() {
 	echo "$all" | sed '/^$/d'
 }
 
+# fio_verify_live DEV SECONDS: random writes of 4-64 KiB for SECONDS,
+# each read back and its crc32c checked while the writes go on
+# (verify_backlog) and at the end; a mismatch or an I/O error ends fio
+# with an error. For I/O across a fault: its output in $WORK/fio.out.
+fio_verify_live() {
+	local rc
+
+	fio --name=live --filename="/dev/$1" --direct=1 --ioengine=libaio \
+		--rw=randwrite --bsrange=4k-64k --iodepth=8 --size=16M \
+		--time_based --runtime="$2" --verify=crc32c --verify_backlog=64 \
+		--do_verify=1 --verify_fatal=1 --randrepeat=0 \
+		--output-format=terse --terse-version=3 >"$WORK/fio.out" 2>&1
+	rc=$?
+	[ $rc = 0 ] || tail -n 20 "$WORK/fio.out"
+	return $rc
+}
+
 # fio_verify DEV BS IODEPTH SIZE [JOBS]: random writes of BS (a size or
 # a range, 4k-1m), then every block read back and its crc32c checked; a
 # mismatch ends fio with an error. JOBS jobs share SIZE, each on its own

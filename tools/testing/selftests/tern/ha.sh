@@ -70,29 +70,14 @@ wait_live() {
 	return 1
 }
 
-# fio_ha DEV: 6 s of random writes of 4-64 KiB, each read back and its
-# crc32c checked while the writes go on (verify_backlog) and at the end;
-# a mismatch or an I/O error ends fio with an error
-fio_ha() {
-	local rc
 
-	fio --name=ha --filename="/dev/$1" --direct=1 --ioengine=libaio \
-		--rw=randwrite --bsrange=4k-64k --iodepth=8 --size=16M \
-		--time_based --runtime=6 --verify=crc32c --verify_backlog=64 \
-		--do_verify=1 --verify_fatal=1 --randrepeat=0 \
-		--output-format=terse --terse-version=3 >"$WORK/fio.out" 2>&1
-	rc=$?
-	[ $rc = 0 ] || tail -n 20 "$WORK/fio.out"
-	return $rc
-}
-
-# under_loss PORT DEV: fio_ha on DEV, PORT stopped once the writes flow
+# under_loss PORT DEV: fio_verify_live on DEV, PORT stopped once the writes flow
 # (it stays down); fio must still be running then
 under_loss() {
 	local port=$1 dev=$2 pid rc w0
 
 	w0=$(stat_field "$dev" 5)
-	fio_ha "$dev" &
+	fio_verify_live "$dev" 6 &
 	pid=$!
 	for _ in $(seq 50); do
 		[ "$(stat_field "$dev" 5)" -gt $((w0 + 100)) ] && break
