@@ -1366,10 +1366,11 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 	mutex_lock(&tern_blk_mutex);
 	list_add_tail(&dev->entry, &tern_blk_devs);
 	mutex_unlock(&tern_blk_mutex);
-	pr_info("%s: %s export %s, %llu sectors of %u bytes, %u lanes, queue depth %u%s%s%s\n",
+	pr_info("%s: %s export %s, %llu sectors of %u bytes, %u lanes over %u path%s, queue depth %u%s%s%s\n",
 		dev->name, uri, opts->export,
 		le64_to_cpu(dev->info.capacity),
 		le32_to_cpu(dev->info.logical_block_size), dev->si.nr_lanes,
+		opts->nr_paths + 1, opts->nr_paths ? "s" : "",
 		dev->si.queue_depth, dev->read_only ? ", read-only" : "",
 		dev->si.features & TERN_FEAT_DATA_CRC ? ", crc" : "",
 		dev->si.features & TERN_FEAT_ENCRYPT ? ", encrypted" :

@@ -116,6 +116,7 @@ struct tern_tgt_port {
 	struct config_group	exports_group;
 	struct list_head	entry;		/* tern_tgt_ports */
 	struct list_head	links;		/* under tern_tgt_mutex */
+	u64			id;		/* never reused; paths name it */
 
 	struct mutex		lock;		/* configuration, enable */
 	char			transport[TERN_SCHEME_MAX];
@@ -143,6 +144,9 @@ struct tern_tgt_sess {
 	unsigned int		nr_binds;	/* under tern_tgt_bind_lock */
 	u64			session_id;
 	struct tern_tgt_port	*port;		/* the port it came in on */
+	/* other ports its paths came in by (ids), under tern_tgt_mutex */
+	u64			path_ports[TERN_MAX_PATHS];
+	unsigned int		nr_path_ports;
 	/* the identity the session proved, "" if none */
 	char			identity[TERN_BLK_NAME_LEN];
 	atomic_t		nr_watches;

@@ -26,6 +26,7 @@
 DEFINE_MUTEX(tern_tgt_mutex);
 LIST_HEAD(tern_tgt_exports);
 LIST_HEAD(tern_tgt_ports);
+static u64 tern_tgt_port_ids;	/* under tern_tgt_mutex */
 struct workqueue_struct *tern_tgt_wq;
 
 static const struct config_item_type tern_tgt_export_type;
@@ -965,6 +966,7 @@ static struct config_group *tern_tgt_ports_make(struct config_group *group,
 	configfs_add_default_group(&port->exports_group, &port->group);
 
 	mutex_lock(&tern_tgt_mutex);
+	port->id = ++tern_tgt_port_ids;
 	list_add_tail(&port->entry, &tern_tgt_ports);
 	mutex_unlock(&tern_tgt_mutex);
 	return &port->group;

@@ -211,12 +211,26 @@ void tern_tgt_binds_exit(void)
 	WARN_ON(!xa_empty(&tern_tgt_binds));
 }
 
+/* A path of @ts came in by @port; tern_tgt_mutex held. */
+static bool tern_tgt_sess_has_path_port(const struct tern_tgt_sess *ts,
+					const struct tern_tgt_port *port)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&tern_tgt_mutex);
+	for (i = 0; ts && i < ts->nr_path_ports; i++)
+		if (ts->path_ports[i] == port->id)
+			return true;
+	return false;
+}
+
 /*
- * End the bindings opened on @port to @exp: the export was unlinked from
- * the port. They answer -ENODEV from now on, as the export is gone for
- * their requester, and expire as orphans. With @exp NULL the port is
- * being removed: its bindings are freed. Caller holds tern_tgt_mutex,
- * which OPEN holds from its checks to its insertion.
+ * End the bindings opened on @port to @exp, and those of sessions with a
+ * path through @port: the export was unlinked from the port. They answer
+ * -ENODEV from now on, as the export is gone for their requester, and
+ * expire as orphans. With @exp NULL the port is being removed: the
+ * bindings opened on it are freed. Caller holds tern_tgt_mutex, which
+ * OPEN and a path's join hold from their checks to their changes.
  */
 void tern_tgt_binds_end(struct tern_tgt_port *port,
 			struct tern_tgt_export *exp)
@@ -228,7 +242,9 @@ void tern_tgt_binds_end(struct tern_tgt_port *port,
 	lockdep_assert_held(&tern_tgt_mutex);
 	spin_lock(&tern_tgt_bind_lock);
 	xa_for_each(&tern_tgt_binds, idx, b) {
-		if (b->port != port || (exp && b->exp != exp))
+		if ((exp && b->exp != exp) ||
+		    (b->port != port &&
+		     !(exp && tern_tgt_sess_has_path_port(b->owner, port))))
 			continue;
 		if (exp) {
 			WRITE_ONCE(b->ended, true);
@@ -517,6 +533,27 @@ static bool tern_tgt_port_has_locked(struct tern_tgt_port *port,
 }
 
 /*
+ * @exp is linked to every port the session's paths came in by that is
+ * still there; tern_tgt_mutex held. A port gone since holds no lane.
+ */
+static bool tern_tgt_paths_have_locked(struct tern_tgt_sess *ts,
+				       struct tern_tgt_export *exp)
+{
+	struct tern_tgt_port *port;
+	unsigned int i;
+
+	lockdep_assert_held(&tern_tgt_mutex);
+	list_for_each_entry(port, &tern_tgt_ports, entry) {
+		for (i = 0; i < ts->nr_path_ports; i++)
+			if (ts->path_ports[i] == port->id &&
+			    READ_ONCE(port->enabled) &&
+			    !tern_tgt_port_has_locked(port, exp))
+				return false;
+	}
+	return true;
+}
+
+/*
  * May @host open @exp from a session that proved @identity ("" if none):
  * a host id that proved its key is the proven identity; one with a key
  * must have proved it; an export may take proven hosts only; then the
@@ -606,6 +643,10 @@ static int tern_tgt_open(struct tern_srv_req *sreq, struct tern_tgt_sess *ts,
 	}
 	err = -ENOENT;
 	if (!exp || !tern_tgt_port_has_locked(ts->port, exp))
+		goto fail;
+	/* a path through a port the export is not linked to may not use it */
+	err = -EACCES;
+	if (!tern_tgt_paths_have_locked(ts, exp))
 		goto fail;
 	mutex_lock(&exp->lock);
 	err = -ENODEV;
@@ -1073,9 +1114,10 @@ static void tern_tgt_session_event(struct tern_session *sess,
 
 /*
  * A requester's path into one of its sessions through another port: let
- * it in if every export the session has open is linked to that port too.
- * The session's bindings stay with the port it was opened on; its
- * requests may come through any port that passed this check.
+ * it in if every export the session has open is linked to that port too,
+ * and remember the port, which later OPENs check as well. The session's
+ * bindings stay with the port it was opened on; its requests may come
+ * through any port that passed these checks.
  */
 static int tern_tgt_lane_join(struct tern_session *sess,
 			      struct tern_endpoint *ep)
@@ -1083,6 +1125,7 @@ static int tern_tgt_lane_join(struct tern_session *sess,
 	struct tern_tgt_port *port = tern_endpoint_priv(ep);
 	struct tern_tgt_sess *ts = tern_session_priv(sess);
 	struct tern_tgt_bind *b;
+	unsigned int i;
 	int err = 0;
 
 	if (!ts)
@@ -1096,11 +1139,23 @@ static int tern_tgt_lane_join(struct tern_session *sess,
 		}
 	}
 	spin_unlock(&tern_tgt_bind_lock);
+	for (i = 0; !err && i < ts->nr_path_ports; i++)
+		if (ts->path_ports[i] == port->id)
+			break;
+	if (!err && i == ts->nr_path_ports) {
+		if (i == ARRAY_SIZE(ts->path_ports))
+			err = -EUSERS;
+		else
+			ts->path_ports[ts->nr_path_ports++] = port->id;
+	}
 	mutex_unlock(&tern_tgt_mutex);
 	if (err)
-		pr_warn_ratelimited("session %016llx: a path through port %s refused: an export it has open is not linked there\n",
+		pr_warn_ratelimited("session %016llx: a path through port %s refused (%d): %s\n",
 				    ts->session_id,
-				    config_item_name(&port->group.cg_item));
+				    config_item_name(&port->group.cg_item), err,
+				    err == -EACCES ?
+				    "an export it has open is not linked there" :
+				    "it has paths through too many ports");
 	return err;
 }
 

@@ -358,7 +358,7 @@ static int tern_server_bind(struct tern_core_lane *cl,
 	struct tern_endpoint *ep = cl->ep;
 	struct tern_core_lane *old = NULL;
 	unsigned int lane_idx, ka_ms, cap;
-	bool created = false, rejoin = false, dying;
+	bool rejoin = false, dying;
 	struct tern_session *sess, *joined;
 	u64 id, cookie, inc;
 	int err;
@@ -484,7 +484,12 @@ static int tern_server_bind(struct tern_core_lane *cl,
 		if (sess->peer)
 			sess->peer->sessions++;
 		tern_session_debugfs(sess);
-		created = true;
+		/*
+		 * Before the HELLO_ACK goes: the requester's other paths
+		 * join right after it, and the ULP judges them by its state.
+		 */
+		if (ep->ops && ep->ops->session_event)
+			ep->ops->session_event(sess, TERN_SESSION_UP);
 	}
 
 	snprintf(cl->name, sizeof(cl->name), "%s/r-%016llx/%u", ep->name, id,
@@ -504,6 +509,15 @@ static int tern_server_bind(struct tern_core_lane *cl,
 	}
 
 	spin_lock_bh(&sess->lock);
+	/*
+	 * Another endpoint's session may have lost its last lane and left
+	 * its endpoint since we found it: build it again instead.
+	 */
+	if (!sess->linked) {
+		spin_unlock_bh(&sess->lock);
+		tern_refuse(cl, -EAGAIN, "session closed under a path's join");
+		goto refused;
+	}
 	/* its endpoint is going: this lane goes too (after the others) */
 	dying = sess->destroying;
 	old = sess->slots[lane_idx].lane;
@@ -536,8 +550,6 @@ static int tern_server_bind(struct tern_core_lane *cl,
 		tern_lane_kill(old, -ECONNRESET);
 		tern_lane_put(old);
 	}
-	if (created && ep->ops && ep->ops->session_event)
-		ep->ops->session_event(sess, TERN_SESSION_UP);
 	tern_session_put(sess);
 	if (joined)
 		tern_session_put(joined);

@@ -1581,6 +1581,8 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 		err = sess->fatal_err;
 	else if (left < 0)
 		err = -EINTR;
+	else if (sess->nr_paths > 1 && sess->nr_live)
+		err = 0;	/* a path still connecting: it goes on alone */
 	else
 		err = sess->slots[0].last_err ?: -ETIMEDOUT;
 	spin_unlock_bh(&sess->lock);

@@ -32,6 +32,11 @@
 #                           per I/O with its calls per I/O ("BLK-CALLS ");
 #                           exact counts, unlike the sampled profile;
 #                           diagnostic, never mixed into the samples
+#   BENCH_FAILOVER [5]      with tern-mp: times to measure a failover, a
+#                           device of two TCP paths under fio whose
+#                           first path is cut (every packet dropped);
+#                           "BLK-FAILOVER " lines, ms until the other
+#                           path carries the I/O
 #   BENCH_PARAMS            tern module parameters to set before mapping,
 #                           "MODULE.PARAM=VALUE ...", for A/B runs
 #                           (e.g. "tern_tcp.direct_send=0") []
@@ -65,9 +70,13 @@ workloads=(
 	"256k-randwrite-qd16-j1 randwrite 256k 16 1"
 )
 # tern-tcp-auth: authenticated; tern-tcp-enc: authenticated and encrypted;
-# tern-tcp-int: authenticated and signed
-all_devices=(tern-tcp tern-tcp-auth tern-tcp-enc tern-tcp-int nvme-tcp
-	     tern-rdma nvme-rdma nvme-loop local)
+# tern-tcp-int: authenticated and signed; tern-mp: two TCP paths (to
+# 127.0.0.1 and 127.0.0.2), round-robin, as many lanes in all as tern-tcp
+all_devices=(tern-tcp tern-tcp-auth tern-tcp-enc tern-tcp-int tern-mp
+	     nvme-tcp tern-rdma nvme-rdma nvme-loop local)
+mp_addr=127.0.0.2	# tern-mp's second path, which a failover cuts
+cut_pref=10		# the rule that cuts it, before the local table's
+local_pref=100		# where the local table's rule moves meanwhile
 read -r -a devices <<< "${BENCH_DEVICES:-${all_devices[*]}}"
 declare -A path
 nvme_ctrls=()
@@ -112,10 +121,15 @@ cleanup() {
 		echo 0 > "$nvmet/subsystems/$nqn/namespaces/1/enable"
 		rmdir "$nvmet/subsystems/$nqn/namespaces/1" "$nvmet/subsystems/$nqn"
 	fi
-	for p in tcp rdma; do
+	for p in tcp tcp2 rdma; do
 		"$ternadm" target unlink "bench-$p" bench 2>/dev/null
 		"$ternadm" target port del "bench-$p" 2>/dev/null
 	done
+	ip rule del pref "$cut_pref" 2>/dev/null
+	if ip rule show pref "$local_pref" | grep -q local; then
+		ip rule add pref 0 lookup local
+		ip rule del pref "$local_pref"
+	fi
 	"$ternadm" target export del bench 2>/dev/null
 	"$ternadm" target host del bench-host 2>/dev/null
 	rm -rf "$tmp"
@@ -135,20 +149,29 @@ setup_backend() {
 	path[local]=/dev/nullb0
 }
 
+# tern_port NAME URI: a port of the target with the export, once
+tern_port() {
+	[ -d "/sys/kernel/config/tern/ports/$1" ] && return
+	"$ternadm" target port add "$1" "$2"
+	"$ternadm" target link "$1" bench
+}
+
 # tern_map TRANSPORT ADDRESS [NAME MAP-OPTIONS...]: a port for the
 # transport, once, and the export mapped through it as device NAME
-# (default tern-TRANSPORT)
+# (default tern-TRANSPORT), with $map_lanes lanes (default a queue each)
 tern_map() {
 	local t=$1 addr=$2 name=${3:-tern-$1} dev
 	shift 3 || shift 2
-	[ -d "/sys/kernel/config/tern/ports/bench-$t" ] || {
-		"$ternadm" target port add "bench-$t" "$t://$addr:$tern_port"
-		"$ternadm" target link "bench-$t" bench
-	}
-	dev=$("$ternadm" map "$t://$addr:$tern_port/bench" --lanes "$queues" \
-	      --queue-depth "$qdepth" "$@")
+	tern_port "bench-$t" "$t://$addr:$tern_port"
+	dev=$("$ternadm" map "$t://$addr:$tern_port/bench" \
+	      --lanes "${map_lanes:-$queues}" --queue-depth "$qdepth" "$@")
 	tern_devs+=("$dev")
 	path[$name]=$dev
+}
+
+# The lanes of each of two paths that make as many as tern-tcp has
+mp_lanes() {
+	echo $(((queues + 1) / 2))
 }
 
 # BENCH_PARAMS: MODULE.PARAM=VALUE words, written to sysfs.
@@ -202,6 +225,12 @@ setup_tern() {
 	fi
 	if wanted tern-rdma; then
 		tern_map rdma "$(rdma_addr)"
+	fi
+	if wanted tern-mp; then
+		tern_port bench-tcp2 "tcp://$mp_addr:$tern_port"
+		map_lanes=$(mp_lanes) tern_map tcp 127.0.0.1 tern-mp \
+			--path "tcp://$mp_addr:$tern_port" \
+			--iopolicy round-robin --new
 	fi
 }
 
@@ -307,7 +336,7 @@ nap() {
 packet_counters() {
 	case $1 in
 	*-rdma) echo /sys/class/infiniband/rxe[01]/ports/1/hw_counters/sent_pkts ;;
-	*-tcp) echo /sys/class/net/lo/statistics/tx_packets ;;
+	*-tcp|tern-mp) echo /sys/class/net/lo/statistics/tx_packets ;;
 	esac
 }
 
@@ -484,6 +513,69 @@ calls_one() {
 		}' $t/trace || { log "$dev $name: nothing traced"; return 1; }
 }
 
+# requests path IDX of DEV has sent (/sys/block/DEV/tern/paths)
+path_requests() {
+	local line f i=0
+	while read -r line; do
+		if [ "$i" = "$2" ]; then
+			for f in $line; do
+				case $f in requests=*) echo "${f#requests=}" ;; esac
+			done
+			return
+		fi
+		i=$((i + 1))
+	done < "/sys/block/$1/tern/paths"
+}
+
+# One failover, timed: a device of two TCP paths, failover, keepalives
+# of 300 ms (a silent path is given up after 900 ms), under 4K random
+# reads; its first path cut by a blackhole rule (target and client
+# share the guest's network namespace, where only a rule cuts local
+# traffic), the time until its second path has carried 20 requests.
+failover_one() {
+	local run=$1 dev r1 t0 t1 fpid ms=-1
+	dev=$("$ternadm" map "tcp://$mp_addr:$tern_port/bench" \
+	      --path "tcp://127.0.0.1:$tern_port" --lanes "$(mp_lanes)" \
+	      --iopolicy failover --new) || return 1
+	dev=${dev#/dev/}
+	echo 300 > "/sys/block/$dev/tern/keepalive_ms"
+	fio --name=failover --filename="/dev/$dev" --ioengine=libaio \
+		--direct=1 --rw=randread --bs=4k --iodepth=16 --time_based \
+		--runtime=8 --norandommap --randrepeat=0 \
+		--output=/dev/null > "$tmp/failover.err" 2>&1 &
+	fpid=$!
+	nap 2
+	r1=$(path_requests "$dev" 1)
+	t0=$(date +%s%N)
+	ip rule add pref "$cut_pref" to "$mp_addr" blackhole
+	for _ in $(seq 500); do
+		if [ "$(path_requests "$dev" 1)" -gt $((r1 + 20)) ]; then
+			t1=$(date +%s%N)
+			ms=$(((t1 - t0) / 1000000))
+			break
+		fi
+		nap 0.01
+	done
+	wait "$fpid" || { log "failover $run: fio failed"; cat "$tmp/failover.err" >&2; ms=-1; }
+	ip rule del pref "$cut_pref"
+	"$ternadm" unmap "$dev"
+	printf 'BLK-FAILOVER {"run":%d,"ms":%d,"keepalive_ms":300,"cpus":%d}\n' \
+		"$run" "$ms" "$ncpu"
+	[ "$ms" -ge 0 ]
+}
+
+failover_runs() {
+	local i rc=0
+	ip rule add pref "$local_pref" lookup local
+	ip rule del pref 0 lookup local
+	for i in $(seq "${BENCH_FAILOVER:-5}"); do
+		failover_one "$i" || rc=1
+	done
+	ip rule add pref 0 lookup local
+	ip rule del pref "$local_pref"
+	return $rc
+}
+
 failed=0
 n=${#devices[@]}
 for round in $(seq "$rounds"); do
@@ -494,6 +586,9 @@ for round in $(seq "$rounds"); do
 		done
 	done
 done
+if wanted tern-mp && [ "${BENCH_FAILOVER:-5}" -gt 0 ]; then
+	failover_runs || failed=1
+fi
 profile=${BENCH_PROFILE:-0}
 if [ "$profile" -gt 0 ]; then
 	for wl in "${workloads[@]}"; do

@@ -419,7 +419,7 @@ static const char *map_hint(int err)
 	case ENOENT:
 		return ": no such export on the target";
 	case EACCES:
-		return ": refused by the target (host id, or it wants a key, encryption or MACs)";
+		return ": refused by the target (host id, key, encryption, MACs, --path port)";
 	case ENOKEY:
 		return ": no such key here, or the target has none for the host id or wants one";
 	case EKEYREJECTED:

@@ -16,7 +16,11 @@
 #    moves the I/O to TCP within 2 s, no error, no mismatch; the device
 #    back, the RDMA path rejoins and takes the I/O again;
 #  - every path lost: I/O fails with EIO once the loss timeout passes
-#    (3 s here), within 5 s more, no task in D state, and unmap works.
+#    (3 s here), within 5 s more, no task in D state, and unmap works;
+#  - the target's rules hold on every path: a path through a port the
+#    export is not linked to makes the map fail (EACCES) and leaves
+#    nothing; unlinking the export from a path's port ends the device's
+#    binding (EIO, state removed) although it was opened on another.
 # Keepalives of 300 ms: a silent path is given up after 900 ms.
 
 . "$(dirname "$0")/ktap.sh"
@@ -30,6 +34,7 @@ ADDR_A=10.79.0.1
 SVC_A=7480		# port pa: $ADDR_A, on $LINK
 SVC_B=7481		# port pb: 127.0.0.1
 SVC_R=7482		# port pr: rdma on the first soft-RoCE address
+SVC_C=7483		# port pc: 127.0.0.1, the export not linked
 KA_MS=300
 MOVE_MS=2000		# the issue's bound on moving I/O to another path
 RDMA_DEV=${TERN_RDMA_DEV0:-rxe0}
@@ -245,6 +250,43 @@ all_lost() {
 	return $rc
 }
 
+# Ports pa and pb back; a path through port pc, which does not have the
+# export: the map fails with EACCES and leaves no device
+unlinked_port() {
+	local before out
+	echo 1 > "$CFG/ports/pa/enable" && echo 1 > "$CFG/ports/pb/enable" ||
+		return 1
+	adm target port add pc "tcp://127.0.0.1:$SVC_C" || return 1
+	before=$(tern_devs | wc -l)
+	out=$(adm map "tcp://$ADDR_A:$SVC_A/mp0" --path "tcp://127.0.0.1:$SVC_C" \
+		--lanes 1 2>&1) && { echo "mapped: $out"; return 1; }
+	echo "$out"
+	case "$out" in *"Permission denied"*) ;; *) return 1 ;; esac
+	[ "$(tern_devs | wc -l)" = "$before" ]
+}
+
+# A device of two paths; the export unlinked from the second path's
+# port: the binding, made through the first, ends
+unlink_second() {
+	local d rc=0
+	d=$(map_mp "tcp://$ADDR_A:$SVC_A/mp0" "tcp://127.0.0.1:$SVC_B") ||
+		return 1
+	echo "$d" > "$WORK/dev"
+	dd if="/dev/$d" of=/dev/null bs=4k count=1 iflag=direct status=none ||
+		return 1
+	adm target unlink pb mp0 || return 1
+	if dd if="/dev/$d" of=/dev/null bs=4k count=1 skip=9 iflag=direct \
+		status=none 2>/dev/null; then
+		echo "read succeeded after the unlink"
+		rc=1
+	fi
+	echo "state $(cat "/sys/block/$d/tern/state")"
+	[ "$(cat "/sys/block/$d/tern/state")" = removed ] || rc=1
+	adm unmap "$d" || rc=1
+	rm -f "$WORK/dev"
+	return $rc
+}
+
 teardown() {
 	local d p rc=0
 	for d in "$WORK/dev" "$WORK/rdev"; do
@@ -252,7 +294,7 @@ teardown() {
 			{ adm unmap "$(cat "$d")" || rc=1; }
 	done
 	rdma_ready 2>/dev/null && rdma_restore
-	for p in pa pb pr; do
+	for p in pa pb pr pc; do
 		[ -d "$CFG/ports/$p" ] || continue
 		echo 0 > "$CFG/ports/$p/enable"
 		rm -f "$CFG/ports/$p"/exports/*
@@ -280,7 +322,7 @@ if ! command -v fio > /dev/null; then
 	ktap_skip "fio is not installed (make deps)"
 	ktap_finish
 fi
-ktap_plan 12
+ktap_plan 14
 check "setup: an export on two TCP ports, one on a dummy link" setup
 check "map with two TCP paths: both live, failover, ternadm list shows them" \
 	map_tcp
@@ -303,5 +345,9 @@ else
 fi
 check "every path lost: EIO within loss timeout + 5 s, no D state, unmap works" \
 	all_lost
+check "a path through a port without the export: map refused (EACCES), nothing created" \
+	unlinked_port
+check "export unlinked from the second path's port: the binding ends (EIO, removed)" \
+	unlink_second
 check "teardown, modules unload" teardown
 ktap_finish
