@@ -219,6 +219,23 @@ static blk_status_t tern_blk_map_data(struct request *rq,
 	return BLK_STS_OK;
 }
 
+/*
+ * The flags of tern_send() from queue_rq. Our queue is BLOCKING when the
+ * transport sends from the submitter and may sleep doing it; but a
+ * stacked driver (request-based dm-multipath) calls queue_rq from its own
+ * dispatch, inside an RCU read-side section of its non-blocking queue.
+ * There the lane's worker sends instead.
+ */
+static unsigned int tern_blk_send_flags(const struct tern_blk_dev *dev)
+{
+	unsigned int flags = dev->send_flags;
+
+	if ((flags & TERN_SEND_MAY_SLEEP) &&
+	    (!preemptible() || rcu_preempt_depth()))
+		flags &= ~TERN_SEND_MAY_SLEEP;
+	return flags;
+}
+
 static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 				      const struct blk_mq_queue_data *bd)
 {
@@ -290,7 +307,7 @@ static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	treq->priv = rq;
 
 	blk_mq_start_request(rq);
-	err = tern_send(dev->sess, treq, dev->send_flags);
+	err = tern_send(dev->sess, treq, tern_blk_send_flags(dev));
 	if (!err)
 		return BLK_STS_OK;
 	if (cmd->bvec != cmd->inline_bvec)

@@ -12,6 +12,7 @@
 #    still carries local traffic: the cut is a blackhole rule for the
 #    address instead, which drops every packet both ways, as a pulled
 #    cable does (the local table's rule moves behind it for the test);
+#  - a device that authenticates has both paths up, every lane proven;
 #  - an RDMA path and a TCP path: "rdma link delete" under fio verify
 #    moves the I/O to TCP within 2 s, no error, no mismatch; the device
 #    back, the RDMA path rejoins and takes the I/O again;
@@ -102,6 +103,23 @@ map_tcp() {
 		[ "$(path_state "$d" 1)" = live ] &&
 		[ "$(cat "/sys/block/$d/tern/iopolicy")" = failover ] &&
 		adm list --json | grep -q "\"paths\":\[{\"uri\":\"tcp://$ADDR_A:$SVC_A\""
+}
+
+# A second device, of host mph, which proves its key on every lane of
+# both paths: both live, auth=1, it reads
+auth_paths() {
+	local d rc=0
+	adm key generate --out "$WORK/key" &&
+		adm target host add mph --key-file "$WORK/key" || return 1
+	d=$(map_uri "tcp://$ADDR_A:$SVC_A/mp0" --path "tcp://127.0.0.1:$SVC_B" \
+		--lanes 1 --host mph --key-file "$WORK/key") || return 1
+	cat "/sys/block/$d/tern/paths"
+	[ "$(path_state "$d" 0)" = live ] && [ "$(path_state "$d" 1)" = live ] &&
+		[ "$(cat "/sys/block/$d/tern/auth")" = 1 ] &&
+		dd if="/dev/$d" of=/dev/null bs=64k count=16 iflag=direct \
+			status=none || rc=1
+	adm unmap "$d" && adm target host del mph || rc=1
+	return $rc
 }
 
 # load DEV: 2 s of 4 KiB random reads, 16 in flight
@@ -301,6 +319,7 @@ teardown() {
 		rmdir "$CFG/ports/$p" || rc=1
 	done
 	[ -d "$CFG/exports/mp0" ] && { rmdir "$CFG/exports/mp0" || rc=1; }
+	adm target host del mph 2>/dev/null
 	ip rule del pref "$CUT_PREF" 2>/dev/null
 	if ip rule show pref "$LOCAL_PREF" | grep -q local; then
 		ip rule add pref 0 lookup local &&
@@ -322,10 +341,12 @@ if ! command -v fio > /dev/null; then
 	ktap_skip "fio is not installed (make deps)"
 	ktap_finish
 fi
-ktap_plan 14
+ktap_plan 15
 check "setup: an export on two TCP ports, one on a dummy link" setup
 check "map with two TCP paths: both live, failover, ternadm list shows them" \
 	map_tcp
+check "authenticated, two paths: every lane proves the key, both live" \
+	auth_paths
 check "failover: every request on the first path" policy failover
 check "round-robin: about half the requests on each path" policy round-robin
 check "min-inflight: requests on both paths" policy min-inflight
