@@ -115,6 +115,7 @@ cleanup() {
 	done
 	if [ -d "$nvmet/subsystems/$nqn" ]; then
 		for p in "$nvmet"/ports/*; do
+			[ -d "$p" ] || continue
 			rm -f "$p/subsystems/$nqn"
 			rmdir "$p"
 		done
