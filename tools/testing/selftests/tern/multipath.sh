@@ -13,6 +13,9 @@
 #    address instead, which drops every packet both ways, as a pulled
 #    cable does (the local table's rule moves behind it for the test);
 #  - a device that authenticates has both paths up, every lane proven;
+#  - the port the session was opened on disabled under fio verify: the
+#    session is rebuilt through the other port, the device rebinds, no
+#    error;
 #  - an RDMA path and a TCP path: "rdma link delete" under fio verify
 #    moves the I/O to TCP within 2 s, no error, no mismatch; the device
 #    back, the RDMA path rejoins and takes the I/O again;
@@ -213,6 +216,28 @@ tcp_back() {
 	back_first "$(cat "$WORK/dev")" ip rule del pref "$CUT_PREF"
 }
 
+# The port the session was opened on (the first path's) disabled under
+# fio verify: the session ends there, the second path builds it again
+# through its port, the device opens the export again (rebinds), and
+# fio finds no error; the port back, the first path rejoins
+owner_port() {
+	local d pid rc r0
+	d=$(cat "$WORK/dev")
+	echo failover > "/sys/block/$d/tern/iopolicy" || return 1
+	r0=$(cat "/sys/block/$d/tern/rebinds")
+	fio_verify_live "$d" 8 &
+	pid=$!
+	sleep 2
+	echo 0 > "$CFG/ports/pa/enable" || { wait $pid; return 1; }
+	wait $pid
+	rc=$?
+	echo "fio across the owner port's loss: exit $rc, rebinds $r0 -> $(cat "/sys/block/$d/tern/rebinds")"
+	cat "/sys/block/$d/tern/paths"
+	echo 1 > "$CFG/ports/pa/enable" || return 1
+	[ "$rc" = 0 ] && [ "$(cat "/sys/block/$d/tern/rebinds")" -gt "$r0" ] &&
+		wait_path "$d" 0 live 30
+}
+
 rdma_ready() {
 	[ -n "${TERN_RDMA_ADDR0:-}" ] && modprobe tern_rdma
 }
@@ -341,7 +366,7 @@ if ! command -v fio > /dev/null; then
 	ktap_skip "fio is not installed (make deps)"
 	ktap_finish
 fi
-ktap_plan 15
+ktap_plan 16
 check "setup: an export on two TCP ports, one on a dummy link" setup
 check "map with two TCP paths: both live, failover, ternadm list shows them" \
 	map_tcp
@@ -353,6 +378,8 @@ check "min-inflight: requests on both paths" policy min-inflight
 check "first path cut under fio verify: I/O moves within 2 s, 0 errors, 0 mismatches" \
 	tcp_lose
 check "first path back: it rejoins, failover goes back to it" tcp_back
+check "the session's own port disabled under fio verify: rebuilt through the other, rebound, 0 errors" \
+	owner_port
 if rdma_ready; then
 	check "map with an RDMA path and a TCP path: both live" rdma_map
 	check "rdma link delete under fio verify: I/O moves to TCP within 2 s, 0 errors, 0 mismatches" \
