@@ -22,6 +22,7 @@
 
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include <linux/wait_bit.h>
@@ -1000,6 +1001,30 @@ bool tern_move_ok(const u8 *moves, const char *const *names, unsigned int dead,
 		return false;
 	return !WARN_ONCE(!(moves[old] & BIT(new)), "%s: %s -> %s is no move\n",
 			  who, names[old], names[new]);
+}
+
+/*
+ * Print @moves to @m, a line per state: "@kind STATE: NEXT NEXT...", for
+ * debugfs "moves", which the selftests compare with design.rst.
+ */
+void tern_moves_show(struct seq_file *m, const char *kind, const u8 *moves,
+		     const char *const *names, unsigned int nr)
+{
+	unsigned int from, to;
+
+	for (from = 0; from < nr; from++) {
+		seq_printf(m, "%s %s:", kind, names[from]);
+		for (to = 0; to < nr; to++)
+			if (moves[from] & BIT(to))
+				seq_printf(m, " %s", names[to]);
+		seq_putc(m, '\n');
+	}
+}
+
+void tern_lane_moves_show(struct seq_file *m)
+{
+	tern_moves_show(m, "lane", tern_lane_moves, tern_lane_state_names,
+			ARRAY_SIZE(tern_lane_moves));
 }
 
 /**

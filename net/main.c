@@ -270,6 +270,15 @@ static int tern_objects_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(tern_objects);
 
+/* The legal state moves, as the code holds them (design.rst has them too) */
+static int tern_moves_file_show(struct seq_file *m, void *v)
+{
+	tern_lane_moves_show(m);
+	tern_session_moves_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tern_moves_file);
+
 static int __init tern_init(void)
 {
 	tern_total_stats = alloc_percpu(struct tern_stats);
@@ -290,6 +299,8 @@ static int __init tern_init(void)
 			    &tern_objects_fops);
 	debugfs_create_file("stats", 0400, tern_debugfs_root, NULL,
 			    &tern_total_stats_fops);
+	debugfs_create_file("moves", 0400, tern_debugfs_root, NULL,
+			    &tern_moves_file_fops);
 	tern_pages_init();
 	return 0;
 }

@@ -119,6 +119,12 @@ static const u8 tern_session_moves[] = {
 	[TERN_SESS_DEAD]	 = 0,
 };
 
+void tern_session_moves_show(struct seq_file *m)
+{
+	tern_moves_show(m, "session", tern_session_moves,
+			tern_sess_state_names, ARRAY_SIZE(tern_session_moves));
+}
+
 /*
  * The one place a session changes state, if tern_move_ok() agrees (a
  * lane admitted while the session is destroyed finds it DEAD, and leaves

@@ -403,6 +403,10 @@ void tern_transport_put(const struct tern_transport_ops *tops);
 bool tern_move_ok(const u8 *moves, const char *const *names, unsigned int dead,
 		  unsigned int old, unsigned int new, const char *who);
 void tern_lane_move(struct tern_core_lane *cl, enum tern_lane_state new);
+void tern_moves_show(struct seq_file *m, const char *kind, const u8 *moves,
+		     const char *const *names, unsigned int nr);
+void tern_lane_moves_show(struct seq_file *m);
+void tern_session_moves_show(struct seq_file *m);
 extern const char *const tern_lane_state_names[];
 bool tern_scheme_valid(const char *name, size_t len);
 extern unsigned int tern_inject_fail_every;

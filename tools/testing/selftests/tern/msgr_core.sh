@@ -14,7 +14,9 @@
 # pages it allocates for a responder (writes the responder holds
 # unanswered: at most the budget is held, the rest is refused with
 # -ENOMEM and counted, and all of it is given back), and no objects left
-# behind.
+# behind. Also: the lane and session state moves the code holds
+# (debugfs tern/moves) are design.rst's, every pair of states
+# (state_moves.py).
 
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/stats_lib.sh"
@@ -91,11 +93,14 @@ no_objects_left() {
 	return 1
 }
 
-ktap_plan 10
+ktap_plan 11
 
 modprobe tern_tcp
 ktap_check "in-kernel messenger checks pass (tern_test_msgr loads)" \
 	modprobe tern_test_msgr
+ktap_check "the lane and session state moves are design.rst's, legal and illegal" \
+	python3 "$(dirname "$0")/state_moves.py" \
+	"$(dirname "$0")/../../../../Documentation/design.rst" "$DBG/moves"
 
 # 1 in 100 injects over a hundred failures in the checks' 10 s; at 1 in
 # 40 a burst of 256 on 3 lanes spent 20 to 60 s reconnecting lanes that
