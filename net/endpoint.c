@@ -280,6 +280,8 @@ int tern_group_add(struct tern_session *sess)
 
 void tern_group_del(struct tern_session *sess)
 {
+	if (!sess->ep->group)
+		return;
 	spin_lock(&tern_group_lock);
 	if (!hlist_unhashed(&sess->group_node))
 		hash_del(&sess->group_node);

@@ -201,6 +201,25 @@ fio_verify_live() {
 	return $rc
 }
 
+# fio_verify_live_start DEV SECONDS: fio_verify_live in the background
+# (its pid in FIO_PID), back once 100 writes went through, so that a
+# fault made next lands under I/O; fails, with fio reaped, if fio ended
+# before
+fio_verify_live_start() {
+	local w0
+	w0=$(stat_field "$1" 5)
+	fio_verify_live "$1" "$2" &
+	FIO_PID=$!
+	for _ in $(seq 50); do
+		[ "$(stat_field "$1" 5)" -gt $((w0 + 100)) ] && break
+		sleep 0.1
+	done
+	kill -0 "$FIO_PID" 2>/dev/null && return 0
+	echo "fio ended before the fault"
+	wait "$FIO_PID"
+	return 1
+}
+
 # fio_verify DEV BS IODEPTH SIZE [JOBS]: random writes of BS (a size or
 # a range, 4k-1m), then every block read back and its crc32c checked; a
 # mismatch ends fio with an error. JOBS jobs share SIZE, each on its own

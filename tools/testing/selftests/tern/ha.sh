@@ -74,18 +74,11 @@ wait_live() {
 # under_loss PORT DEV: fio_verify_live on DEV, PORT stopped once the writes flow
 # (it stays down); fio must still be running then
 under_loss() {
-	local port=$1 dev=$2 pid rc w0
+	local port=$1 dev=$2 rc
 
-	w0=$(stat_field "$dev" 5)
-	fio_verify_live "$dev" 6 &
-	pid=$!
-	for _ in $(seq 50); do
-		[ "$(stat_field "$dev" 5)" -gt $((w0 + 100)) ] && break
-		sleep 0.1
-	done
-	kill -0 $pid 2>/dev/null || { echo "fio ended before the loss"; return 1; }
+	fio_verify_live_start "$dev" 6 || return 1
 	port_enable "$port" 0
-	wait $pid
+	wait "$FIO_PID"
 	rc=$?
 	echo "fio across the loss of port $port: exit $rc"
 	return $rc

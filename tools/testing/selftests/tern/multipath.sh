@@ -161,17 +161,11 @@ policy() {
 # CMD cuts the first path; the second must see requests within MOVE_MS
 # and fio must end without error
 lose_first() {
-	local d=$1 pid r1 t0 el moved=0 rc w0
+	local d=$1 pid r1 t0 el moved=0 rc
 	shift
 	echo failover > "/sys/block/$d/tern/iopolicy" || return 1
-	w0=$(stat_field "$d" 5)
-	fio_verify_live "$d" 8 &
-	pid=$!
-	for _ in $(seq 50); do
-		[ "$(stat_field "$d" 5)" -gt $((w0 + 100)) ] && break
-		sleep 0.1
-	done
-	kill -0 $pid 2>/dev/null || { echo "fio ended early"; wait $pid; return 1; }
+	fio_verify_live_start "$d" 8 || return 1
+	pid=$FIO_PID
 	r1=$(path_field "$d" 1 requests)
 	t0=$(date +%s%N)
 	"$@" || { wait $pid; return 1; }
@@ -225,9 +219,8 @@ owner_port() {
 	d=$(cat "$WORK/dev")
 	echo failover > "/sys/block/$d/tern/iopolicy" || return 1
 	r0=$(cat "/sys/block/$d/tern/rebinds")
-	fio_verify_live "$d" 8 &
-	pid=$!
-	sleep 2
+	fio_verify_live_start "$d" 8 || return 1
+	pid=$FIO_PID
 	echo 0 > "$CFG/ports/pa/enable" || { wait $pid; return 1; }
 	wait $pid
 	rc=$?
