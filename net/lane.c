@@ -456,10 +456,8 @@ struct tern_frame *tern_lane_tx_next(struct tern_lane *lane)
 	if (!cl->tx_mac) {
 		f->tag_len = 0;
 		tern_frame_seal(f);
-	} else if (tern_mac_sign(cl->tx_mac, f)) {
-		/* the frame stays tx_cur: tern_lane_tx_done() never comes */
-		tern_lane_kill(cl, -EIO);
-		return NULL;
+	} else {
+		tern_mac_sign(cl->tx_mac, f);
 	}
 	return f;
 }

@@ -431,7 +431,7 @@ struct tern_lane_mac;
 int tern_lane_sign(struct tern_core_lane *cl, bool after_ack);
 struct tern_lane_mac *tern_mac_alloc(const u8 *key);
 void tern_mac_free(struct tern_lane_mac *mac);
-int tern_mac_sign(struct tern_lane_mac *mac, struct tern_frame *f);
+void tern_mac_sign(struct tern_lane_mac *mac, struct tern_frame *f);
 bool tern_mac_check_hdr(struct tern_lane_mac *mac,
 			const struct tern_wire_hdr *hdr);
 bool tern_mac_check_front(struct tern_lane_mac *mac, const void *front,

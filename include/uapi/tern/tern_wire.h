@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define TERN_WIRE_MAGIC		0x4e524554	/* "TERN" read as LE u32 */
-#define TERN_WIRE_VERSION	2
+#define TERN_WIRE_VERSION	3
 #define TERN_DEFAULT_PORT	7447
 
 /* Hard protocol limits; sessions negotiate values at or below these. */
@@ -62,8 +62,9 @@ struct tern_wire_hdr {
  * Integrity (TERN_FEAT_INTEGRITY): once a direction is signed, data_crc
  * and hdr_crc together hold the header's tag, and every frame carries
  * TERN_WIRE_TAG_LEN more bytes between its header and its front: the
- * front's tag, then the data's. Each tag is the first 8 bytes of an
- * HMAC-SHA256 under the direction's key; Documentation/protocol.rst,
+ * front's tag, then the data's. Each tag is the first 8 bytes of a
+ * Poly1305 MAC under a one-time key that ChaCha20 draws from the
+ * direction's key and the frame's number; Documentation/protocol.rst,
  * "Integrity", has what each covers.
  */
 #define TERN_WIRE_HDR_TAG_OFF	40	/* offsetof(data_crc) */

@@ -60,7 +60,8 @@
  * which must be dropped unanswered; integrity without authentication or
  * with the data CRC or encryption is refused (-EINVAL). Last, the good
  * session must still answer. A first line checks SHA-256, HMAC-SHA256,
- * the key schedule and key strings against known answers.
+ * ChaCha20, Poly1305, the key schedule and key strings against known
+ * answers.
  *
  * Keys (-k, -o): a file holding a key string, "TERNKEY-1:", the base64
  * (RFC 4648) of the 32-byte secret and its little-endian CRC32C, ":".
@@ -273,21 +274,31 @@ static void sha256_block(struct sha256 *s, const u8 *m)
 	s->h[7] += h;
 }
 
+/*
+ * Of a hash fed in pieces: the next of *@len bytes at *@data into @block
+ * (@size bytes, *@fill of them taken), as many as fit. True when full.
+ */
+static bool block_fill(u8 *block, size_t size, size_t *fill,
+		       const u8 **data, size_t *len)
+{
+	size_t n = size - *fill;
+
+	if (n > *len)
+		n = *len;
+	memcpy(block + *fill, *data, n);
+	*fill += n;
+	*data += n;
+	*len -= n;
+	return *fill == size;
+}
+
 static void sha256_update(struct sha256 *s, const void *data, size_t len)
 {
 	const u8 *p = data;
-	size_t n;
 
 	s->bytes += len;
 	while (len) {
-		n = SHA256_BLOCK - s->fill;
-		if (n > len)
-			n = len;
-		memcpy(s->block + s->fill, p, n);
-		s->fill += n;
-		p += n;
-		len -= n;
-		if (s->fill == SHA256_BLOCK) {
+		if (block_fill(s->block, SHA256_BLOCK, &s->fill, &p, &len)) {
 			sha256_block(s, s->block);
 			s->fill = 0;
 		}
@@ -373,6 +384,204 @@ static void hmac_sha256(const void *key, size_t key_len, const void *data,
 	hmac_init(&m, key, key_len);
 	hmac_update(&m, data, len);
 	hmac_final(&m, out);
+}
+
+/* ---- ChaCha20 and Poly1305 (RFC 8439), the tags of signed lanes ---- */
+
+#define CHACHA_KEY_LEN		32
+#define CHACHA_BLOCK		64
+#define POLY1305_KEY_LEN	32
+#define POLY1305_TAG_LEN	16
+
+static u32 le32_at(const u8 *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (u32)p[3] << 24;
+}
+
+static void le32_put(u8 *p, u32 v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+	p[2] = v >> 16;
+	p[3] = v >> 24;
+}
+
+static u32 rotl32(u32 v, int n)
+{
+	return v << n | v >> (32 - n);
+}
+
+static void chacha_quarter(u32 *x, int a, int b, int c, int d)
+{
+	x[a] += x[b];
+	x[d] = rotl32(x[d] ^ x[a], 16);
+	x[c] += x[d];
+	x[b] = rotl32(x[b] ^ x[c], 12);
+	x[a] += x[b];
+	x[d] = rotl32(x[d] ^ x[a], 8);
+	x[c] += x[d];
+	x[b] = rotl32(x[b] ^ x[c], 7);
+}
+
+/* Key stream block @counter of ChaCha20 under @key and a 12-byte @nonce. */
+static void chacha20_block(const u8 *key, u32 counter, const u8 *nonce,
+			   u8 *out)
+{
+	static const u32 sigma[4] = {
+		0x61707865, 0x3320646e, 0x79622d32, 0x6b206574,
+	};
+	u32 in[16], x[16];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		in[i] = sigma[i];
+	for (i = 0; i < 8; i++)
+		in[4 + i] = le32_at(key + 4 * i);
+	in[12] = counter;
+	for (i = 0; i < 3; i++)
+		in[13 + i] = le32_at(nonce + 4 * i);
+	memcpy(x, in, sizeof(x));
+	for (i = 0; i < 10; i++) {	/* a column and a diagonal round */
+		chacha_quarter(x, 0, 4, 8, 12);
+		chacha_quarter(x, 1, 5, 9, 13);
+		chacha_quarter(x, 2, 6, 10, 14);
+		chacha_quarter(x, 3, 7, 11, 15);
+		chacha_quarter(x, 0, 5, 10, 15);
+		chacha_quarter(x, 1, 6, 11, 12);
+		chacha_quarter(x, 2, 7, 8, 13);
+		chacha_quarter(x, 3, 4, 9, 14);
+	}
+	for (i = 0; i < 16; i++)
+		le32_put(out + 4 * i, x[i] + in[i]);
+}
+
+/*
+ * Poly1305, in five 26-bit limbs so that every product fits 64 bits:
+ * h = (h + block) * r mod 2^130 - 5, then tag = h + s mod 2^128.
+ */
+struct poly1305 {
+	u32	r[5];
+	u32	h[5];
+	u32	s[4];
+	u8	buf[16];
+	size_t	used;
+};
+
+#define LIMB	0x3ffffff
+
+static void poly1305_init(struct poly1305 *p, const u8 *key)
+{
+	u32 t0 = le32_at(key), t1 = le32_at(key + 4);
+	u32 t2 = le32_at(key + 8), t3 = le32_at(key + 12);
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	/* r with RFC 8439's clamp folded into each limb's mask */
+	p->r[0] = t0 & 0x3ffffff;
+	p->r[1] = (t0 >> 26 | t1 << 6) & 0x3ffff03;
+	p->r[2] = (t1 >> 20 | t2 << 12) & 0x3ffc0ff;
+	p->r[3] = (t2 >> 14 | t3 << 18) & 0x3f03fff;
+	p->r[4] = (t3 >> 8) & 0x00fffff;
+	for (i = 0; i < 4; i++)
+		p->s[i] = le32_at(key + 16 + 4 * i);
+}
+
+/* One 16-byte block; @top is 2^128 (1 << 24 in the last limb) or 0. */
+static void poly1305_block(struct poly1305 *p, const u8 *m, u32 top)
+{
+	const u32 *r = p->r;
+	u32 *h = p->h;
+	u32 r5[5];
+	u64 d[5], c;
+	int i;
+
+	for (i = 0; i < 5; i++)
+		r5[i] = r[i] * 5;
+	h[0] += le32_at(m) & LIMB;
+	h[1] += le32_at(m + 3) >> 2 & LIMB;
+	h[2] += le32_at(m + 6) >> 4 & LIMB;
+	h[3] += le32_at(m + 9) >> 6 & LIMB;
+	h[4] += le32_at(m + 12) >> 8 | top;
+	/* limb products above 2^130 wrap around times 5 */
+	d[0] = (u64)h[0] * r[0] + (u64)h[1] * r5[4] + (u64)h[2] * r5[3] +
+	       (u64)h[3] * r5[2] + (u64)h[4] * r5[1];
+	d[1] = (u64)h[0] * r[1] + (u64)h[1] * r[0] + (u64)h[2] * r5[4] +
+	       (u64)h[3] * r5[3] + (u64)h[4] * r5[2];
+	d[2] = (u64)h[0] * r[2] + (u64)h[1] * r[1] + (u64)h[2] * r[0] +
+	       (u64)h[3] * r5[4] + (u64)h[4] * r5[3];
+	d[3] = (u64)h[0] * r[3] + (u64)h[1] * r[2] + (u64)h[2] * r[1] +
+	       (u64)h[3] * r[0] + (u64)h[4] * r5[4];
+	d[4] = (u64)h[0] * r[4] + (u64)h[1] * r[3] + (u64)h[2] * r[2] +
+	       (u64)h[3] * r[1] + (u64)h[4] * r[0];
+	c = 0;
+	for (i = 0; i < 5; i++) {
+		d[i] += c;
+		h[i] = d[i] & LIMB;
+		c = d[i] >> 26;
+	}
+	h[0] += c * 5;
+	h[1] += h[0] >> 26;
+	h[0] &= LIMB;
+}
+
+static void poly1305_update(struct poly1305 *p, const void *data, size_t len)
+{
+	const u8 *m = data;
+
+	while (len) {
+		if (!p->used && len >= sizeof(p->buf)) {
+			poly1305_block(p, m, 1U << 24);
+			m += sizeof(p->buf);
+			len -= sizeof(p->buf);
+		} else if (block_fill(p->buf, sizeof(p->buf), &p->used, &m,
+				      &len)) {
+			poly1305_block(p, p->buf, 1U << 24);
+			p->used = 0;
+		}
+	}
+}
+
+static void poly1305_final(struct poly1305 *p, u8 *tag)
+{
+	u32 *h = p->h, g[5], w[4], c, keep;
+	u64 f;
+	int i, pass;
+
+	if (p->used) {		/* the short last block, 1 after its bytes */
+		p->buf[p->used] = 1;
+		memset(p->buf + p->used + 1, 0, sizeof(p->buf) - p->used - 1);
+		poly1305_block(p, p->buf, 0);
+	}
+	/* every limb below 2^26: two carry passes are enough, a third is cheap */
+	for (pass = 0; pass < 3; pass++) {
+		c = 0;
+		for (i = 0; i < 5; i++) {
+			h[i] += c;
+			c = h[i] >> 26;
+			h[i] &= LIMB;
+		}
+		h[0] += c * 5;
+	}
+	/* h mod 2^130 - 5: take h + 5 - 2^130 unless that is negative */
+	c = 5;
+	for (i = 0; i < 5; i++) {
+		g[i] = h[i] + c;
+		c = g[i] >> 26;
+		g[i] &= LIMB;
+	}
+	keep = c ? 0 : ~0U;	/* no carry out of 2^130: h was below p */
+	for (i = 0; i < 5; i++)
+		h[i] = (h[i] & keep) | (g[i] & ~keep);
+	w[0] = h[0] | h[1] << 26;
+	w[1] = h[1] >> 6 | h[2] << 20;
+	w[2] = h[2] >> 12 | h[3] << 14;
+	w[3] = h[3] >> 18 | h[4] << 8;
+	f = 0;
+	for (i = 0; i < 4; i++) {
+		f = (u64)w[i] + p->s[i] + (f >> 32);
+		le32_put(tag + 4 * i, f);
+	}
+	memset(p, 0, sizeof(*p));
 }
 
 /* ---- authentication keys and proofs (TERN_FEAT_AUTH) ---- */
@@ -1377,37 +1586,41 @@ struct alane {
 };
 
 /*
- * A part's tag (protocol.rst, "Integrity"): the first 8 bytes of
- * HMAC(key, frame number | letter | bytes), begun here, ended by
- * sign_end() after the bytes.
+ * A part's tag (protocol.rst, "Integrity"): the first 8 bytes of the
+ * Poly1305 MAC of the bytes under the part's one-time key, the frame's
+ * ChaCha20 key stream from byte 0 ('H'), 32 ('F') or 64 ('D'); begun
+ * here, ended by sign_end() after the bytes.
  */
-static void sign_begin(struct hmac *m, const struct sign_dir *d, char part)
+static void sign_begin(struct poly1305 *m, const struct sign_dir *d,
+		       char part)
 {
-	u8 nr[8];
+	u8 nonce[12] = { 0 }, keys[2 * CHACHA_BLOCK];
 	int i;
 
 	for (i = 0; i < 8; i++)
-		nr[i] = d->frames >> (8 * i);
-	hmac_init(m, d->key, sizeof(d->key));
-	hmac_update(m, nr, sizeof(nr));
-	hmac_update(m, &part, 1);
+		nonce[i] = d->frames >> (8 * i);
+	chacha20_block(d->key, 0, nonce, keys);
+	chacha20_block(d->key, 1, nonce, keys + CHACHA_BLOCK);
+	poly1305_init(m, keys + (strchr("HFD", part) - "HFD") *
+			 POLY1305_KEY_LEN);
+	memset(keys, 0, sizeof(keys));
 }
 
-static void sign_end(struct hmac *m, u8 *tag)
+static void sign_end(struct poly1305 *m, u8 *tag)
 {
-	u8 d[SHA256_LEN];
+	u8 t[POLY1305_TAG_LEN];
 
-	hmac_final(m, d);
-	memcpy(tag, d, TERN_WIRE_PART_TAG_LEN);
+	poly1305_final(m, t);
+	memcpy(tag, t, TERN_WIRE_PART_TAG_LEN);
 }
 
 static void sign_part(const struct sign_dir *d, char part, const void *buf,
 		      size_t len, u8 *tag)
 {
-	struct hmac m;
+	struct poly1305 m;
 
 	sign_begin(&m, d, part);
-	hmac_update(&m, buf, len);
+	poly1305_update(&m, buf, len);
 	sign_end(&m, tag);
 }
 
@@ -1505,7 +1718,7 @@ static enum got al_recv(struct alane *al, int ms)
 	struct pollfd pfd = { .fd = al->fd, .events = POLLIN };
 	struct tern_wire_hdr *h = &al->rh;
 	u8 buf[4096], tags[TERN_WIRE_TAG_LEN], want[TERN_WIRE_PART_TAG_LEN];
-	struct hmac m;
+	struct poly1305 m;
 	u32 data, n;
 	ssize_t got;
 
@@ -1550,7 +1763,7 @@ static enum got al_recv(struct alane *al, int ms)
 		if (recv_all(al->fd, buf, n))
 			goto junk;
 		if (al->rx.on)
-			hmac_update(&m, buf, n);
+			poly1305_update(&m, buf, n);
 		data -= n;
 	}
 	if (al->rx.on) {
@@ -2129,6 +2342,103 @@ static int auth_selftest(char *why, size_t len)
 	return wrong;
 }
 
+static u8 nibble(char c)
+{
+	return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
+/* @len bytes of @hex ("00ff.."), into @out. */
+static void unhex(const char *hex, u8 *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		out[i] = nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]);
+}
+
+/*
+ * Known answers for the tags of signed lanes: RFC 8439's ChaCha20 block
+ * of the zero key (A.1 #1) and Poly1305 examples (2.5.2, A.3 #4 and the
+ * final reduction's edge cases A.3 #5, #8 and #9, whose messages are
+ * runs of one byte), the last also fed in uneven pieces. The count of
+ * wrong answers.
+ */
+static int sign_selftest(char *why, size_t len)
+{
+	static const struct {
+		const char	*key;
+		const char	*msg;	/* or NULL: runs[] */
+		const char	*tag;
+		struct { u8 byte, n; } runs[4];
+	} macs[] = {
+		{ .key = "85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b",
+		  .msg = "Cryptographic Forum Research Group",
+		  .tag = "a8061dc1305136c6c22b8baf0c0127a9" },
+		{ .key = "1c9240a5eb55d38af333888604f6b5f0473917c1402b80099dca5cbc207075c0",
+		  .msg = "'Twas brillig, and the slithy toves\n"
+			 "Did gyre and gimble in the wabe:\n"
+			 "All mimsy were the borogoves,\n"
+			 "And the mome raths outgrabe.",
+		  .tag = "4541669a7eaaee61e708dc7cbcc5eb62" },
+		{ .key = "0200000000000000000000000000000000000000000000000000000000000000",
+		  .runs = { { 0xff, 16 } },
+		  .tag = "03000000000000000000000000000000" },
+		{ .key = "0100000000000000000000000000000000000000000000000000000000000000",
+		  .runs = { { 0xff, 16 }, { 0xfb, 1 }, { 0xfe, 15 }, { 0x01, 16 } },
+		  .tag = "00000000000000000000000000000000" },
+		{ .key = "0200000000000000000000000000000000000000000000000000000000000000",
+		  .runs = { { 0xfd, 1 }, { 0xff, 15 } },
+		  .tag = "faffffffffffffffffffffffffffffff" },
+	};
+	static const char *const zero_block[2] = {
+		"76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7",
+		"da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586",
+	};
+	u8 key[POLY1305_KEY_LEN], msg[64], tag[POLY1305_TAG_LEN];
+	u8 want[CHACHA_BLOCK], block[CHACHA_BLOCK], nonce[12] = { 0 };
+	struct poly1305 m;
+	const u8 *bytes;
+	size_t i, j, n, at, step;
+	int wrong = 0;
+
+	memset(key, 0, sizeof(key));
+	chacha20_block(key, 0, nonce, block);
+	unhex(zero_block[0], want, CHACHA_BLOCK / 2);
+	unhex(zero_block[1], want + CHACHA_BLOCK / 2, CHACHA_BLOCK / 2);
+	if (memcmp(block, want, sizeof(block))) {
+		wrong++;
+		snprintf(why + strlen(why), len - strlen(why),
+			 "the ChaCha20 block is wrong; ");
+	}
+	for (i = 0; i < ARRAY_SIZE(macs); i++) {
+		unhex(macs[i].key, key, sizeof(key));
+		bytes = (const u8 *)macs[i].msg;
+		n = bytes ? strlen(macs[i].msg) : 0;
+		for (j = 0; !bytes && j < ARRAY_SIZE(macs[i].runs); j++) {
+			memset(msg + n, macs[i].runs[j].byte,
+			       macs[i].runs[j].n);
+			n += macs[i].runs[j].n;
+		}
+		if (!bytes)
+			bytes = msg;
+		poly1305_init(&m, key);
+		/* the last one in pieces of 1, 2, 3.. bytes, across blocks */
+		for (at = 0, step = 1; at < n; at += step, step++) {
+			if (i + 1 < ARRAY_SIZE(macs) || step > n - at)
+				step = n - at;
+			poly1305_update(&m, bytes + at, step);
+		}
+		poly1305_final(&m, tag);
+		unhex(macs[i].tag, want, sizeof(tag));
+		if (memcmp(tag, want, sizeof(tag))) {
+			wrong++;
+			snprintf(why + strlen(why), len - strlen(why),
+				 "Poly1305 answer %zu is wrong; ", i);
+		}
+	}
+	return wrong;
+}
+
 /* The probe's state: its options, and the session of the good case. */
 struct aprobe {
 	const struct peer	*peer;
@@ -2164,11 +2474,14 @@ static int ap_say(struct aprobe *p, int res, const struct alane *al,
 static int ap_selftest(struct aprobe *p)
 {
 	char why[512];
+	int wrong;
 
-	if (auth_selftest(why, sizeof(why)))
+	wrong = auth_selftest(why, sizeof(why));
+	wrong += sign_selftest(why + strlen(why), sizeof(why) - strlen(why));
+	if (wrong)
 		return ap_say(p, AP_FAIL, NULL, "%s", why);
 	return ap_say(p, AP_PASS, NULL,
-		      "SHA-256, HMAC-SHA256, key schedule, key strings");
+		      "SHA-256, HMAC-SHA256, ChaCha20, Poly1305, key schedule, key strings");
 }
 
 /* a) The right key: the handshake completes, the target proves its key. */
