@@ -37,6 +37,10 @@
 #                           first path is cut (every packet dropped);
 #                           "BLK-FAILOVER " lines, ms until the other
 #                           path carries the I/O
+#   BENCH_CIPHERS [1]       with tern-tcp-enc or tern-tcp-int: time their
+#                           ciphers alone after the rounds (the kernel's
+#                           tcrypt, 4 KiB per operation): "BLK-CIPHER "
+#                           lines, what they cost per I/O at the least
 #   BENCH_PARAMS            tern module parameters to set before mapping,
 #                           "MODULE.PARAM=VALUE ...", for A/B runs
 #                           (e.g. "tern_tcp.direct_send=0") []
@@ -577,6 +581,37 @@ failover_runs() {
 	return $rc
 }
 
+# The ciphers of tern-tcp-enc (the TLS layer's gcm(aes), 128-bit key)
+# and tern-tcp-int (Poly1305) alone, as the kernel's tcrypt times them:
+# one second of 4 KiB operations each. tcrypt runs its tests at load and
+# then refuses to stay (-EAGAIN); its report is in the kernel log.
+cipher_speeds() {
+	local mode
+	for mode in 211 321; do
+		dmesg -C
+		modprobe tcrypt mode=$mode sec=1 2>/dev/null || true
+		dmesg | awk -v cpus="$ncpu" '
+		/testing speed of/ {
+			sub(/.*testing speed of (async )?/, "")
+			alg = $1; driver = $2; op = $3
+			gsub(/[()]/, "", driver)
+			next
+		}
+		alg == "gcm(aes)" && /128 bit key, 4096 byte blocks/ {
+			sub(/.*: /, ""); ops = $1
+		}
+		alg == "poly1305" && /4128 byte blocks, 4128 bytes per update/ {
+			sub(/.*: +/, ""); ops = $1; op = "mac"
+		}
+		ops != "" {
+			printf "BLK-CIPHER {\"alg\":\"%s\",\"driver\":\"%s\"," \
+				"\"op\":\"%s\",\"bytes\":4096,\"ops_per_s\":%d," \
+				"\"cpus\":%d}\n", alg, driver, op, ops, cpus
+			ops = ""
+		}'
+	done
+}
+
 failed=0
 n=${#devices[@]}
 for round in $(seq "$rounds"); do
@@ -589,6 +624,10 @@ for round in $(seq "$rounds"); do
 done
 if wanted tern-mp && [ "${BENCH_FAILOVER:-5}" -gt 0 ]; then
 	failover_runs || failed=1
+fi
+if { wanted tern-tcp-enc || wanted tern-tcp-int; } &&
+	[ "${BENCH_CIPHERS:-1}" -gt 0 ]; then
+	cipher_speeds
 fi
 profile=${BENCH_PROFILE:-0}
 if [ "$profile" -gt 0 ]; then

@@ -10,6 +10,7 @@
                  [--msg MSG-SAMPLES.jsonl]
                  [--blk BLK-RAW.jsonl --blk-devices BLK-DEVICES.jsonl]
                  [--blk-failover BLK-FAILOVER.jsonl]
+                 [--blk-cipher BLK-CIPHER.jsonl]
 
 BLK-RAW holds the BLK-RAW lines of blk-matrix.sh (fio's report and the
 CPU timeline of every run) or samples already made of them; the samples
@@ -289,8 +290,8 @@ def verdict(wl, ratio, transport):
     """The targets of issue 6: IOPS >= 1.2x on 4K QD32, >= 1.0x elsewhere;
     QD1 mean latency <= 0.9x; CPU per I/O <= 0.9x everywhere. Of issue
     19, against plain tern-tcp: encryption (and signing, held to the
-    same bar) costs at most 25% of 4K QD32 IOPS; authentication, which only the handshake pays, no more than
-    the run-to-run noise (10%). Of issue 21: two paths of as many lanes
+    same bar) costs at most 25% of 4K QD32 IOPS; authentication, which
+    only the handshake pays, no more than the run-to-run noise (10%). Of issue 21: two paths of as many lanes
     in all as one cost no more than the noise either."""
     qd32 = wl.startswith("4k-") and "-qd32-" in wl
     if transport == "tcp-multipath":
@@ -389,7 +390,7 @@ def blk_md(rows, ratios, devices):
     return "\n".join(out)
 
 
-def blk_rst(rows, ratios, devices, samples, cpu, rev, failovers):
+def blk_rst(rows, ratios, devices, samples, cpu, rev, failovers, ciphers):
     rounds = max(s["round"] for s in samples)
     runtime = statistics.median([s["runtime_ms"] / 1000 for s in samples
                                  if s.get("runtime_ms")] or [0])
@@ -414,7 +415,53 @@ def blk_rst(rows, ratios, devices, samples, cpu, rev, failovers):
                  "work:\n\n" + rst_table(RATIO_HEAD, ratio_body(ratios)))
     if failovers:
         text += "\n" + failover_rst(failovers)
+    if ciphers:
+        text += "\n" + cipher_rst(ciphers, rows, ratios)
     return text
+
+
+# What each protected device's cipher does to every byte of an I/O's
+# data: encryption seals it on one side and opens it on the other, and
+# signing computes its Poly1305 tag on both.
+CIPHER_WORK = {"tcp-encrypt": [("gcm(aes)", "encryption"),
+                               ("gcm(aes)", "decryption")],
+               "tcp-integrity": [("poly1305", "mac"), ("poly1305", "mac")]}
+
+
+def cipher_rst(ciphers, rows, ratios):
+    """The ciphers' own cost per I/O (blk-matrix.sh cipher_speeds()) and
+    the IOPS ratio it leaves at best: where the guest's CPUs are the
+    bottleneck, IOPS go as 1 / CPU per I/O, and the cipher's time comes
+    on top of plain tern-tcp's CPU per I/O whatever tern does around it."""
+    us = {(c["alg"], c["op"]): 1e6 / c["ops_per_s"] * c["bytes"] / 4096
+          for c in ciphers if c["ops_per_s"] > 0}
+    text = ("Ciphers alone (the kernel's tcrypt in the same guest, one "
+            "second of 4 KiB operations each): " +
+            ", ".join("%s %s (``%s``) %.1f us" %
+                      (c["alg"], c["op"], c["driver"],
+                       1e6 / c["ops_per_s"])
+                      for c in ciphers if c["ops_per_s"] > 0) +
+            ". Their cost per I/O, every byte of the data through them on "
+            "each side, against plain tern-tcp's CPU per I/O gives the "
+            "IOPS ratio a CPU-bound run can reach at best:\n\n")
+    plain = {r["workload"]: r["cpu_us_per_io"]["median"] for r in rows
+             if r["device"] == "tern-tcp" and r.get("cpu_us_per_io")}
+    body = []
+    for r in ratios:
+        work = CIPHER_WORK.get(r["transport"])
+        wl = r["workload"]
+        if not work or wl not in plain or "-qd1-" in wl:
+            continue
+        if any(w not in us for w in work):
+            continue
+        kib = int(wl.split("k-")[0])
+        cost = sum(us[w] for w in work) * kib / 4
+        best = plain[wl] / (plain[wl] + cost)
+        body.append([wl, r["transport"], "%.0f" % plain[wl], "%.0f" % cost,
+                     "%.2f" % best, ratio_text(r["iops"])])
+    head = ["workload", "pair", "tern-tcp CPU us/IO", "cipher us/IO",
+            "x IOPS at best", "x IOPS measured"]
+    return text + rst_table(head, body) if body else text
 
 
 def failover_rst(runs):
@@ -550,6 +597,7 @@ def main():
     ap.add_argument("--blk")
     ap.add_argument("--blk-devices")
     ap.add_argument("--blk-failover")
+    ap.add_argument("--blk-cipher")
     a = ap.parse_args()
     cpu, rev = machine()
     ok = True
@@ -592,7 +640,9 @@ def main():
         with open(os.path.join(a.out, "blk.md"), "w") as f:
             f.write(blk_md(rows, ratios, devices))
         failovers = load(a.blk_failover)
-        blk_text = blk_rst(rows, ratios, devices, blk, cpu, rev, failovers)
+        ciphers = load(a.blk_cipher)
+        blk_text = blk_rst(rows, ratios, devices, blk, cpu, rev, failovers,
+                           ciphers)
         if any(r["ms"] < 0 for r in failovers):
             print("report.py: some failovers did not happen",
                   file=sys.stderr)
