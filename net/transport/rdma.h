@@ -189,12 +189,26 @@ DECLARE_PER_CPU(struct tern_rdma_counters, tern_rdma_stats);
  * io_work.
  */
 
+/*
+ * A device's protection domain, shared by every lane on the device (as
+ * nvme-rdma and rtrs share theirs): one PD for the lanes' QPs, MRs and
+ * DMA lkeys. Found or made by tern_rdma_dev_get(); the last lane's put
+ * frees it, before its cm_id lets the device go.
+ */
+struct tern_rdma_dev {
+	struct list_head	entry;		/* tern_rdma_devs */
+	struct kref		ref;
+	struct ib_device	*ibdev;
+	struct ib_pd		*pd;
+};
+
 struct tern_rdma_lane {
 	enum tern_rdma_ctx_kind	kind;
 	struct tern_lane	*lane;
 	struct rdma_cm_id	*cm_id;
 	struct ib_device	*dev;
-	struct ib_pd		*pd;
+	struct tern_rdma_dev	*rdev;
+	struct ib_pd		*pd;		/* rdev's */
 	struct ib_cq		*cq;
 	unsigned int		cq_size;
 	bool			qp_created;

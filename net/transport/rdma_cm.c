@@ -56,6 +56,62 @@ static void tern_rdma_qp_event(struct ib_event *ev, void *context)
 	}
 }
 
+static LIST_HEAD(tern_rdma_devs);
+static DEFINE_MUTEX(tern_rdma_devs_lock);
+
+/* The shared PD of @ibdev, made on first use. Return: it, or an ERR_PTR. */
+static struct tern_rdma_dev *tern_rdma_dev_get(struct ib_device *ibdev)
+{
+	struct tern_rdma_dev *rdev;
+
+	mutex_lock(&tern_rdma_devs_lock);
+	list_for_each_entry(rdev, &tern_rdma_devs, entry) {
+		if (rdev->ibdev == ibdev && kref_get_unless_zero(&rdev->ref))
+			goto out;
+	}
+	rdev = kzalloc(sizeof(*rdev), GFP_KERNEL);
+	if (!rdev) {
+		rdev = ERR_PTR(-ENOMEM);
+		goto out;
+	}
+	rdev->pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(rdev->pd)) {
+		struct ib_pd *pd = rdev->pd;
+
+		kfree(rdev);
+		rdev = ERR_CAST(pd);
+		goto out;
+	}
+	rdev->ibdev = ibdev;
+	kref_init(&rdev->ref);
+	list_add(&rdev->entry, &tern_rdma_devs);
+out:
+	mutex_unlock(&tern_rdma_devs_lock);
+	return rdev;
+}
+
+static void tern_rdma_dev_release(struct kref *ref)
+{
+	struct tern_rdma_dev *rdev = container_of(ref, struct tern_rdma_dev,
+						  ref);
+
+	list_del(&rdev->entry);
+	mutex_unlock(&tern_rdma_devs_lock);
+	ib_dealloc_pd(rdev->pd);
+	kfree(rdev);
+}
+
+/* The lane's QP, MRs and buffers are gone: let go of the device's PD. */
+static void tern_rdma_dev_put(struct tern_rdma_lane *tl)
+{
+	if (!tl->rdev)
+		return;
+	kref_put_mutex(&tl->rdev->ref, tern_rdma_dev_release,
+		       &tern_rdma_devs_lock);
+	tl->rdev = NULL;
+	tl->pd = NULL;
+}
+
 static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 {
 	struct tern_rdma_lane *tl;
@@ -87,8 +143,9 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 }
 
 /*
- * PD, CQ, QP and buffers on the device the cm_id is bound to; receive
- * buffers posted. On failure everything created here is released again.
+ * The device's PD, then CQ, QP and buffers on the device the cm_id is
+ * bound to; receive buffers posted. On failure everything taken here is
+ * released again.
  */
 static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 {
@@ -107,12 +164,13 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	/* sends + receives, and one of each for ib_drain_qp() */
 	tl->cq_size = tl->nr_sbufs + tl->sq_size + tl->nr_rbufs + 2;
 
-	tl->pd = ib_alloc_pd(tl->dev, 0);
-	if (IS_ERR(tl->pd)) {
-		err = PTR_ERR(tl->pd);
-		tl->pd = NULL;
+	tl->rdev = tern_rdma_dev_get(tl->dev);
+	if (IS_ERR(tl->rdev)) {
+		err = PTR_ERR(tl->rdev);
+		tl->rdev = NULL;
 		return err;
 	}
+	tl->pd = tl->rdev->pd;
 	/*
 	 * Workqueue polling: the handlers run the lane's I/O themselves
 	 * (tern_rdma_wake()), which may sleep on the responder side.
@@ -194,8 +252,7 @@ out_cq:
 	ib_cq_pool_put(tl->cq, tl->cq_size);
 	tl->cq = NULL;
 out_pd:
-	ib_dealloc_pd(tl->pd);
-	tl->pd = NULL;
+	tern_rdma_dev_put(tl);
 	return err;
 }
 
@@ -246,9 +303,7 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 	if (tl->cq)
 		ib_cq_pool_put(tl->cq, tl->cq_size);
 	tl->cq = NULL;
-	if (tl->pd)
-		ib_dealloc_pd(tl->pd);
-	tl->pd = NULL;
+	tern_rdma_dev_put(tl);
 }
 
 static void tern_rdma_fill_priv(struct tern_rdma_lane *tl,
