@@ -38,9 +38,10 @@
 #                           "BLK-FAILOVER " lines, ms until the other
 #                           path carries the I/O
 #   BENCH_CIPHERS [1]       with tern-tcp-enc or tern-tcp-int: time their
-#                           ciphers alone after the rounds (the kernel's
-#                           tcrypt, 4 KiB per operation): "BLK-CIPHER "
-#                           lines, what they cost per I/O at the least
+#                           ciphers (and ChaCha20-Poly1305) alone after
+#                           the rounds (the kernel's tcrypt, 4 KiB per
+#                           operation): "BLK-CIPHER " lines, what they
+#                           cost per I/O at the least
 #   BENCH_PARAMS            tern module parameters to set before mapping,
 #                           "MODULE.PARAM=VALUE ...", for A/B runs
 #                           (e.g. "tern_tcp.direct_send=0") []
@@ -582,22 +583,25 @@ failover_runs() {
 }
 
 # The ciphers of tern-tcp-enc (the TLS layer's gcm(aes), 128-bit key)
-# and tern-tcp-int (Poly1305) alone, as the kernel's tcrypt times them:
-# one second of 4 KiB operations each. tcrypt runs its tests at load and
-# then refuses to stay (-EAGAIN); its report is in the kernel log.
+# and tern-tcp-int (Poly1305) alone, and ChaCha20-Poly1305, the TLS
+# layer's other AEAD, as the kernel's tcrypt times them: one second of
+# 4 KiB operations each. tcrypt runs its tests at load and then refuses
+# to stay (-EAGAIN); its report is in the kernel log.
 cipher_speeds() {
 	local mode
-	for mode in 211 321; do
+	for mode in 211 213 321; do
 		dmesg -C
 		modprobe tcrypt mode=$mode sec=1 2>/dev/null || true
 		dmesg | awk -v cpus="$ncpu" '
 		/testing speed of/ {
 			sub(/.*testing speed of (async )?/, "")
 			alg = $1; driver = $2; op = $3
-			gsub(/[()]/, "", driver)
+			sub(/^\(/, "", driver)
+			sub(/\)$/, "", driver)
 			next
 		}
-		alg == "gcm(aes)" && /128 bit key, 4096 byte blocks/ {
+		alg == "gcm(aes)" && /128 bit key, 4096 byte blocks/ ||
+		alg ~ /chacha20/ && /4096 byte blocks/ {
 			sub(/.*: /, ""); ops = $1
 		}
 		alg == "poly1305" && /4128 byte blocks, 4128 bytes per update/ {
