@@ -253,9 +253,20 @@ fio_half() {
 		--output=/dev/null
 }
 
+# "DEV COUNT" for each RDMA device tern_rdma holds PDs on
+tern_pds() {
+	rdma resource show pd 2>/dev/null | awk '/tern_rdma/ {
+		for (i = 1; i < NF; i++)
+			if ($i == "dev")
+				n[$(i + 1)]++
+	} END { for (d in n) print d, n[d] }'
+}
+
 # A client per transport on one export, at once; halves cross-checked.
+# The rdma client's two lanes and the target's two share one PD per
+# device.
 both_transports() {
-	local r t rc=0 pr pt
+	local r t rc=0 pr pt pds
 	r=$(blk_map "transport=rdma,address=$ADDR0,service=$BLK_PORT,export=rvol0,lanes=2,queue_depth=32") ||
 		return 1
 	# no lanes= here: the default is a lane per online CPU
@@ -268,6 +279,12 @@ both_transports() {
 	fio_half "$t" 1 & pt=$!
 	wait $pr || { echo "fio over rdma failed"; rc=1; }
 	wait $pt || { echo "fio over tcp failed"; rc=1; }
+	pds=$(tern_pds)
+	echo "tern_rdma PDs per device: ${pds:-none}"
+	if [ -z "$pds" ] ||
+		! echo "$pds" | awk '$2 != 1 { bad = 1 } END { exit bad }'; then
+		rc=1
+	fi
 	# block writes above inline_max: the target READs the client's
 	# pages; reads: the target WRITEs them (fio's bs goes to 128k)
 	# and requests go out from queue_rq, completion handlers do the rest
@@ -638,7 +655,7 @@ ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by l
 ktap_check "inline data above inline_copy_max sent from its pages: 4k yes (4096 bytes each), 1k and inline_copy_max=65536 no, verified" \
 	zc_inline_refs
 ktap_check "one RAM disk exported on a TCP port and an RDMA port" blk_setup
-ktap_check "a client over rdma and one over tcp on one export at once: fio verify, halves identical across transports and on the disk, rdma half moved by RDMA READ/WRITE" \
+ktap_check "a client over rdma and one over tcp on one export at once: fio verify, halves identical across transports and on the disk, rdma half moved by RDMA READ/WRITE, one tern_rdma PD per device" \
 	both_transports
 ktap_check "one rdma lane, inline and zero-copy replies mixed in SENDs: no protocol error, no reconnect" \
 	mixed_replies
