@@ -9,7 +9,8 @@
  * is sending at that moment. Frames
  * are received header first; the core then says where the front and data
  * go (for replies: straight into the requester's pages found by tid), and
- * the socket copies into them with no intermediate buffer. Data pages are
+ * ->read_sock copies from the skbs into them with no intermediate buffer,
+ * a frame per socket lock (recvmsg() on encrypted lanes). Data pages are
  * sent with MSG_SPLICE_PAGES when sendpages_ok() allows (all of a frame's
  * data in one call when every page does), page by page with a copy for the
  * pages that do not; MSG_MORE batches header, front, data and queued
@@ -94,6 +95,7 @@ struct tern_tcp_lane {
 
 	enum tern_tcp_rx_state	rx_state;
 	size_t			rx_hdr_off;
+	bool			rx_frame_full;	/* read, not yet done */
 	bool			tls;		/* the tls ULP is on the socket */
 	bool			rx_sealed;	/* records are opened by it */
 
@@ -247,6 +249,124 @@ static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
 		return ret ? ret : 1;
 	}
 	return -EINVAL;
+}
+
+/* Run the core through every frame part that needs no more bytes. */
+static int tern_tcp_rx_settle(struct tern_tcp_lane *tl)
+{
+	struct tern_lane_rx *rx = &tl->lane->rx;
+	int ret;
+
+	for (;;) {
+		switch (tl->rx_state) {
+		case TERN_TCP_RX_HDR:
+			if (tl->rx_hdr_off < sizeof(rx->hdr))
+				return 0;
+			tl->rx_hdr_off = 0;
+			ret = tern_lane_rx_header(tl->lane);
+			if (ret)
+				return ret;
+			tl->rx_state = TERN_TCP_RX_FRONT;
+			break;
+		case TERN_TCP_RX_FRONT:
+			if (iov_iter_count(&rx->tag_iter) ||
+			    iov_iter_count(&rx->front_iter))
+				return 0;
+			ret = tern_lane_rx_front(tl->lane);
+			if (ret)
+				return ret;
+			tl->rx_state = TERN_TCP_RX_DATA;
+			break;
+		case TERN_TCP_RX_DATA:
+			tl->rx_frame_full = !iov_iter_count(&rx->data_iter);
+			return 0;
+		}
+	}
+}
+
+/*
+ * ->read_sock actor: copy what the frame in progress still wants from
+ * @skb, straight into the core's buffers, and no byte past its end.
+ */
+static int tern_tcp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			     unsigned int offset, size_t len)
+{
+	struct tern_tcp_lane *tl = desc->arg.data;
+	struct tern_lane_rx *rx = &tl->lane->rx;
+	struct iov_iter *iter;
+	size_t used = 0, n;
+	int err;
+
+	while (used < len && !tl->rx_frame_full) {
+		if (tl->rx_state == TERN_TCP_RX_HDR) {
+			n = min(len - used, sizeof(rx->hdr) - tl->rx_hdr_off);
+			err = skb_copy_bits(skb, offset + used,
+					    (u8 *)&rx->hdr + tl->rx_hdr_off, n);
+			tl->rx_hdr_off += n;
+		} else {
+			iter = tl->rx_state == TERN_TCP_RX_DATA ?
+			       &rx->data_iter : iov_iter_count(&rx->tag_iter) ?
+			       &rx->tag_iter : &rx->front_iter;
+			n = min(len - used, iov_iter_count(iter));
+			err = skb_copy_datagram_iter(skb, offset + used, iter,
+						     n);
+		}
+		if (!err)
+			err = tern_tcp_rx_settle(tl);
+		if (err) {
+			desc->error = err;
+			desc->count = 0;
+			return 0;	/* the lane fails; what was read is moot */
+		}
+		used += n;
+	}
+	return used;
+}
+
+/*
+ * Receive by ->read_sock, as nvme-tcp's host does: one socket lock per
+ * frame where recvmsg() took one per frame part, and copies straight from
+ * the skbs. A read stops at the end of a frame, so the core finishes the
+ * frame (replies complete, ULP callbacks run, TLS may be switched on)
+ * with the socket unlocked. Return: 1 if bytes came or a frame
+ * completed, 0 if the socket is drained, or a negative errno.
+ */
+static int tern_tcp_read_step(struct tern_tcp_lane *tl)
+{
+	read_descriptor_t desc = { .arg.data = tl, .count = 1 };
+	struct socket *sock = tl->sock;
+	struct sock *sk = sock->sk;
+	int ret;
+
+	if (!tl->rx_frame_full) {
+		/* as in tern_tcp_recv_step(): no lock to find nothing */
+		if (skb_queue_empty_lockless(&sk->sk_receive_queue) &&
+		    !READ_ONCE(sk->sk_err) &&
+		    !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN))
+			return 0;
+		lock_sock(sk);
+		ret = sock->ops->read_sock(sk, &desc, tern_tcp_rx_actor);
+		release_sock(sk);
+		if (desc.error)
+			return desc.error;
+		if (ret < 0)
+			return ret;
+		if (!ret && !tl->rx_frame_full) {
+			ret = sock_error(sk);
+			if (ret)
+				return ret;
+			if (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN)
+				return -EPIPE;	/* orderly close by the peer */
+			return 0;
+		}
+		tern_lane_rx_progress(tl->lane);
+		if (!tl->rx_frame_full)
+			return 1;
+	}
+	tl->rx_frame_full = false;
+	tl->rx_state = TERN_TCP_RX_HDR;
+	ret = tern_lane_rx_done(tl->lane);
+	return ret ? ret : 1;
 }
 
 /* Header, tag (signed frames) and front: what precedes the data. */
@@ -461,7 +581,9 @@ static void tern_tcp_io_work(struct work_struct *work)
 			sent = tern_tcp_send_some(tl);
 		if (sent < 0)
 			goto fail;
-		received = tern_tcp_recv_step(tl);
+		/* a TLS socket's read_sock, where there is one, reads records */
+		received = tl->tls ? tern_tcp_recv_step(tl) :
+				     tern_tcp_read_step(tl);
 		if (received < 0) {
 			sent = received;
 			goto fail;
