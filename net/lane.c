@@ -706,14 +706,12 @@ static bool tern_rx_data_kept(struct tern_core_lane *cl,
 	return false;
 }
 
-/**
- * tern_lane_rx_header - validate a received header, set up receive buffers
- * @lane: the lane; @lane->rx.hdr holds the 48 header bytes
- *
- * Return: 0 with lane->rx.{front,data}_{len,iter} set, or a negative
- * errno: the transport must then close the lane.
+/*
+ * Validate a received header (@lane->rx.hdr holds its 48 bytes) and set
+ * up the receive buffers. Return: 0 with lane->rx.{front,data}_{len,iter}
+ * set, or a negative errno: the lane closes.
  */
-int tern_lane_rx_header(struct tern_lane *lane)
+static int tern_lane_rx_header(struct tern_lane *lane)
 {
 	struct tern_core_lane *cl = to_core_lane(lane);
 	struct tern_lane_rx *rx = &lane->rx;
@@ -823,7 +821,6 @@ int tern_lane_rx_header(struct tern_lane *lane)
 	}
 	return -EPROTO;
 }
-EXPORT_SYMBOL_GPL(tern_lane_rx_header);
 
 /**
  * tern_lane_rx_progress - bytes of a frame arrived on @lane
@@ -841,13 +838,8 @@ void tern_lane_rx_progress(struct tern_lane *lane)
 }
 EXPORT_SYMBOL_GPL(tern_lane_rx_progress);
 
-/**
- * tern_lane_rx_front - the front has been received
- * @lane: the lane
- *
- * Return: 0 with lane->rx.data_iter set, or a negative errno.
- */
-int tern_lane_rx_front(struct tern_lane *lane)
+/* The front has been received. Return: 0 with data_iter set, or <0. */
+static int tern_lane_rx_front(struct tern_lane *lane)
 {
 	struct tern_core_lane *cl = to_core_lane(lane);
 	struct tern_lane_rx *rx = &lane->rx;
@@ -861,11 +853,69 @@ int tern_lane_rx_front(struct tern_lane *lane)
 		return tern_server_rx_request_front(cl);
 	return 0;
 }
-EXPORT_SYMBOL_GPL(tern_lane_rx_front);
+
+/**
+ * tern_lane_rx_next - where the next bytes of the stream go
+ * @lane: the lane
+ *
+ * A transport copies what it receives into the iterator returned, as
+ * much as the iterator wants and no more, and asks again. The core walks
+ * the frame's parts, the header, the tag (signed frames), the front and
+ * the data, and checks each part as it fills: the header before it says
+ * where the rest goes (for replies: into the requester's pages), the
+ * front before the ULP sees it.
+ *
+ * Return: the iterator; NULL when the frame is whole and
+ * tern_lane_rx_done() is due; or an ERR_PTR: the transport must close
+ * the lane.
+ */
+struct iov_iter *tern_lane_rx_next(struct tern_lane *lane)
+{
+	struct tern_lane_rx *rx = &lane->rx;
+	int ret;
+
+	for (;;) {
+		switch (rx->part) {
+		case TERN_RX_IDLE:
+			rx->hdr_kvec.iov_base = &rx->hdr;
+			rx->hdr_kvec.iov_len = sizeof(rx->hdr);
+			iov_iter_kvec(&rx->hdr_iter, ITER_DEST, &rx->hdr_kvec,
+				      1, sizeof(rx->hdr));
+			rx->part = TERN_RX_HDR;
+			return &rx->hdr_iter;
+		case TERN_RX_HDR:
+			if (iov_iter_count(&rx->hdr_iter))
+				return &rx->hdr_iter;
+			ret = tern_lane_rx_header(lane);
+			if (ret)
+				return ERR_PTR(ret);
+			rx->part = TERN_RX_FRONT;
+			break;
+		case TERN_RX_FRONT:
+			if (iov_iter_count(&rx->tag_iter))
+				return &rx->tag_iter;
+			if (iov_iter_count(&rx->front_iter))
+				return &rx->front_iter;
+			ret = tern_lane_rx_front(lane);
+			if (ret)
+				return ERR_PTR(ret);
+			rx->part = TERN_RX_DATA;
+			break;
+		case TERN_RX_DATA:
+			if (iov_iter_count(&rx->data_iter))
+				return &rx->data_iter;
+			rx->part = TERN_RX_WHOLE;
+			return NULL;
+		default:
+			return NULL;
+		}
+	}
+}
+EXPORT_SYMBOL_GPL(tern_lane_rx_next);
 
 /**
  * tern_lane_rx_done - the whole frame has been received
- * @lane: the lane
+ * @lane: the lane; tern_lane_rx_next() returned NULL
  *
  * Return: 0, or a negative errno: the transport must close the lane.
  */
@@ -873,6 +923,10 @@ int tern_lane_rx_done(struct tern_lane *lane)
 {
 	struct tern_core_lane *cl = to_core_lane(lane);
 	struct tern_lane_rx *rx = &lane->rx;
+
+	if (WARN_ON_ONCE(rx->part != TERN_RX_WHOLE))
+		return -EINVAL;
+	rx->part = TERN_RX_IDLE;	/* the next bytes start a frame */
 
 	if (cl->rx_mac) {
 		const struct bio_vec *bvec;

@@ -57,6 +57,15 @@ enum tern_lane_state {
 	TERN_LANE_DEAD,
 };
 
+/* Where a lane's receive stream is in its frame (tern_lane_rx_next()). */
+enum tern_rx_part {
+	TERN_RX_IDLE,		/* between frames: zero, a new lane's */
+	TERN_RX_HDR,
+	TERN_RX_FRONT,		/* the tag, then the front */
+	TERN_RX_DATA,
+	TERN_RX_WHOLE,		/* tern_lane_rx_done() is due */
+};
+
 enum tern_session_state {
 	TERN_SESS_CONNECTING,
 	TERN_SESS_LIVE,

@@ -6,11 +6,11 @@
  * lane. The core owns framing, validation, CRC, sessions and resends; the
  * transport owns its connection and worker. Contract:
  *
- *  - Receive: read the 48-byte header and call tern_lane_rx_header(); read
- *    what lane->rx.tag_iter wants (nothing unless the frame is signed),
- *    then lane->rx.front_len bytes into lane->rx.front_iter and call
- *    tern_lane_rx_front(); read lane->rx.data_len bytes into
- *    lane->rx.data_iter and call tern_lane_rx_done(). Any negative return
+ *  - Receive: copy the stream's bytes into the iterator
+ *    tern_lane_rx_next() returns, at most what it wants, and ask again:
+ *    the core walks the frame's parts (header, tag, front, data) and
+ *    checks each as it fills. When it returns NULL the frame is whole:
+ *    call tern_lane_rx_done(). An error (ERR_PTR or negative return)
  *    means: stop and call tern_lane_error(). Call tern_lane_rx_progress()
  *    whenever bytes of a frame arrive: a lane is alive while they do.
  *  - Transmit: tern_lane_tx_next() hands out the next frame; send header,
@@ -59,6 +59,7 @@
 /* Receive state of a lane, filled by the core for the transport. */
 struct tern_lane_rx {
 	struct tern_wire_hdr	hdr;
+	u8			part;		/* enum tern_rx_part */
 	u32			front_len;
 	struct iov_iter		front_iter;
 	u32			data_len;
@@ -66,6 +67,8 @@ struct tern_lane_rx {
 	struct iov_iter		tag_iter;	/* empty unless signed */
 	/* core private */
 	u8			tag[TERN_WIRE_TAG_LEN];
+	struct iov_iter		hdr_iter;
+	struct kvec		hdr_kvec;
 	struct kvec		tag_kvec;
 	struct kvec		front_kvec;
 	struct kvec		data_kvec;	/* remote data descriptors */
@@ -164,8 +167,7 @@ void tern_lane_start(struct tern_lane *lane);
 /* Accept path failed after tern_lane_accept(): free the lane. */
 void tern_lane_abort(struct tern_lane *lane);
 
-int tern_lane_rx_header(struct tern_lane *lane);
-int tern_lane_rx_front(struct tern_lane *lane);
+struct iov_iter *tern_lane_rx_next(struct tern_lane *lane);
 int tern_lane_rx_done(struct tern_lane *lane);
 void tern_lane_rx_progress(struct tern_lane *lane);
 

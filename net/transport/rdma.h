@@ -67,12 +67,6 @@ enum tern_rdma_ctx_kind {
 	TERN_RDMA_CTX_LANE,
 };
 
-enum tern_rdma_rx_state {
-	TERN_RDMA_RX_HDR,
-	TERN_RDMA_RX_FRONT,
-	TERN_RDMA_RX_DATA,
-};
-
 struct tern_rdma_lane;
 struct tern_rdma_op;
 
@@ -279,8 +273,6 @@ struct tern_rdma_lane {
 	u32			tx_credits;
 	u32			grant_pending;
 	u32			grant_threshold;
-	enum tern_rdma_rx_state	rx_state;
-	size_t			rx_hdr_off;
 	struct tern_frame	*tx_frame;
 	size_t			tx_off;		/* header+front bytes copied */
 	struct iov_iter		tx_data;

@@ -132,7 +132,6 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 	INIT_WORK(&tl->io_work, tern_rdma_io_work);
 	INIT_WORK(&tl->qp_err_work, tern_rdma_qp_err_work);
 	init_completion(&tl->cm_done);
-	tl->rx_state = TERN_RDMA_RX_HDR;
 	tl->buf_size = clamp(READ_ONCE(tern_rdma_buf_size), TERN_RDMA_MIN_BUF,
 			     TERN_RDMA_MAX_BUF);
 	tl->nr_rbufs = clamp(READ_ONCE(tern_rdma_recv_depth), TERN_RDMA_MIN_RECV,

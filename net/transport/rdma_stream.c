@@ -103,74 +103,46 @@ int tern_rdma_post_recv(struct tern_rdma_lane *tl,
 	return ib_post_recv(tl->cm_id->qp, &wr, NULL);
 }
 
-/* Run the core through every frame part that needs no more bytes. */
-static int tern_rdma_rx_settle(struct tern_rdma_lane *tl)
+/* A frame is whole: its reply may end a registration, then it takes effect. */
+static int tern_rdma_rx_frame(struct tern_rdma_lane *tl)
 {
-	struct tern_lane_rx *rx = &tl->lane->rx;
 	int ret;
 
-	for (;;) {
-		switch (tl->rx_state) {
-		case TERN_RDMA_RX_HDR:
-			return 0;
-		case TERN_RDMA_RX_FRONT:
-			if (iov_iter_count(&rx->front_iter))
-				return 0;
-			ret = tern_lane_rx_front(tl->lane);
-			if (ret)
-				return ret;
-			tl->rx_state = TERN_RDMA_RX_DATA;
-			break;
-		case TERN_RDMA_RX_DATA:
-			if (iov_iter_count(&rx->data_iter))
-				return 0;
-			tl->rx_state = TERN_RDMA_RX_HDR;
-			if (rx->hdr.type == TERN_WIRE_REPLY) {
-				ret = tern_rdma_reply_seen(tl);
-				if (ret)
-					return ret;
-			}
-			return tern_lane_rx_done(tl->lane);
-		}
+	if (tl->lane->rx.hdr.type == TERN_WIRE_REPLY) {
+		ret = tern_rdma_reply_seen(tl);
+		if (ret)
+			return ret;
 	}
+	return tern_lane_rx_done(tl->lane);
 }
 
 /* Feed @len stream bytes at @p to the core, in order. */
 static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
 			     size_t len)
 {
-	struct tern_lane_rx *rx = &tl->lane->rx;
 	struct iov_iter *iter;
 	size_t n;
 	int ret;
 
-	while (len) {
-		if (tl->rx_state == TERN_RDMA_RX_HDR) {
-			n = min(len, sizeof(rx->hdr) - tl->rx_hdr_off);
-			memcpy((u8 *)&rx->hdr + tl->rx_hdr_off, p, n);
-			tl->rx_hdr_off += n;
-			if (tl->rx_hdr_off == sizeof(rx->hdr)) {
-				tl->rx_hdr_off = 0;
-				ret = tern_lane_rx_header(tl->lane);
-				if (ret)
-					return ret;
-				tl->rx_state = TERN_RDMA_RX_FRONT;
-			}
-		} else {
-			iter = tl->rx_state == TERN_RDMA_RX_FRONT ?
-			       &rx->front_iter : &rx->data_iter;
-			n = min(len, iov_iter_count(iter));
-			if (copy_to_iter(p, n, iter) != n)
-				return -EFAULT;
+	for (;;) {
+		iter = tern_lane_rx_next(tl->lane);
+		if (IS_ERR(iter))
+			return PTR_ERR(iter);
+		if (!iter) {
+			tl->rx_msg_end = !len;
+			ret = tern_rdma_rx_frame(tl);
+			if (ret)
+				return ret;
+			continue;
 		}
+		if (!len)
+			return 0;
+		n = min(len, iov_iter_count(iter));
+		if (copy_to_iter(p, n, iter) != n)
+			return -EFAULT;
 		p += n;
 		len -= n;
-		tl->rx_msg_end = !len;
-		ret = tern_rdma_rx_settle(tl);
-		if (ret)
-			return ret;
 	}
-	return 0;
 }
 
 /* Validate one received message, take its credits, feed its payload. */

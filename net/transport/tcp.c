@@ -75,12 +75,6 @@ MODULE_PARM_DESC(user_timeout_ms,
 
 static struct workqueue_struct *tern_tcp_wq;
 
-enum tern_tcp_rx_state {
-	TERN_TCP_RX_HDR,
-	TERN_TCP_RX_FRONT,
-	TERN_TCP_RX_DATA,
-};
-
 struct tern_tcp_lane {
 	struct tern_lane	*lane;
 	struct socket		*sock;
@@ -93,9 +87,6 @@ struct tern_tcp_lane {
 	void			(*saved_write_space)(struct sock *sk);
 	void			(*saved_state_change)(struct sock *sk);
 
-	enum tern_tcp_rx_state	rx_state;
-	size_t			rx_hdr_off;
-	bool			rx_frame_full;	/* read, not yet done */
 	bool			tls;		/* the tls ULP is on the socket */
 	bool			rx_sealed;	/* records are opened by it */
 
@@ -150,12 +141,29 @@ static void tern_tcp_state_change(struct sock *sk)
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
-/* Return: bytes received, 0 for nothing yet, negative on error or EOF. */
-static int tern_tcp_recv_iter(struct tern_tcp_lane *tl, struct iov_iter *iter)
+/* The frame is whole (tern_lane_rx_next() said so): let it take effect. */
+static int tern_tcp_rx_done(struct tern_tcp_lane *tl)
+{
+	int ret = tern_lane_rx_done(tl->lane);
+
+	return ret ? ret : 1;
+}
+
+/*
+ * Encrypted lanes: recvmsg() opens the TLS records, one call per frame
+ * part. Return: 1 if bytes came or a frame completed, 0 if the socket is
+ * drained, or a negative errno.
+ */
+static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
 {
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct iov_iter *iter = tern_lane_rx_next(tl->lane);
 	int ret;
 
+	if (IS_ERR(iter))
+		return PTR_ERR(iter);
+	if (!iter)
+		return tern_tcp_rx_done(tl);
 	msg.msg_iter = *iter;
 	ret = sock_recvmsg(tl->sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (ret == -EAGAIN)
@@ -165,162 +173,43 @@ static int tern_tcp_recv_iter(struct tern_tcp_lane *tl, struct iov_iter *iter)
 	if (ret > 0) {
 		*iter = msg.msg_iter;
 		tern_lane_rx_progress(tl->lane);
+		return 1;
 	}
 	return ret;
 }
 
-#define TERN_TCP_ITER_FULL	2
-
 /*
- * Receive what @iter still wants. Return: TERN_TCP_ITER_FULL once it has
- * all of it, 1 if bytes came but more are due, 0 if the socket is
- * drained, or a negative errno.
- */
-static int tern_tcp_recv_rest(struct tern_tcp_lane *tl, struct iov_iter *iter)
-{
-	int ret;
-
-	if (!iov_iter_count(iter))
-		return TERN_TCP_ITER_FULL;
-	ret = tern_tcp_recv_iter(tl, iter);
-	if (ret <= 0)
-		return ret;
-	return iov_iter_count(iter) ? 1 : TERN_TCP_ITER_FULL;
-}
-
-/* Return: 1 if a frame part completed, 0 if the socket is drained, <0. */
-static int tern_tcp_recv_step(struct tern_tcp_lane *tl)
-{
-	struct tern_lane_rx *rx = &tl->lane->rx;
-	int ret;
-
-	switch (tl->rx_state) {
-	case TERN_TCP_RX_HDR: {
-		struct kvec kv = {
-			.iov_base = (u8 *)&rx->hdr + tl->rx_hdr_off,
-			.iov_len = sizeof(rx->hdr) - tl->rx_hdr_off,
-		};
-		struct iov_iter iter;
-
-		/*
-		 * Between messages the queue is mostly empty: say so without
-		 * a recvmsg() (socket lock, LSM hooks) that would only find
-		 * nothing. Bytes queued after this look wake io_work through
-		 * sk_data_ready, and EOF or errors are found on that run.
-		 */
-		/* opened records wait in the TLS layer, not in the queue */
-		if (!tl->rx_sealed &&
-		    skb_queue_empty_lockless(&tl->sock->sk->sk_receive_queue) &&
-		    !READ_ONCE(tl->sock->sk->sk_err) &&
-		    !(READ_ONCE(tl->sock->sk->sk_shutdown) & RCV_SHUTDOWN))
-			return 0;
-		iov_iter_kvec(&iter, ITER_DEST, &kv, 1, kv.iov_len);
-		ret = tern_tcp_recv_iter(tl, &iter);
-		if (ret <= 0)
-			return ret;
-		tl->rx_hdr_off += ret;
-		if (tl->rx_hdr_off < sizeof(rx->hdr))
-			return 1;
-		tl->rx_hdr_off = 0;
-		ret = tern_lane_rx_header(tl->lane);
-		if (ret)
-			return ret;
-		tl->rx_state = TERN_TCP_RX_FRONT;
-		return 1;
-	}
-	case TERN_TCP_RX_FRONT:
-		ret = tern_tcp_recv_rest(tl, &rx->tag_iter);
-		if (ret != TERN_TCP_ITER_FULL)
-			return ret;
-		ret = tern_tcp_recv_rest(tl, &rx->front_iter);
-		if (ret != TERN_TCP_ITER_FULL)
-			return ret;
-		ret = tern_lane_rx_front(tl->lane);
-		if (ret)
-			return ret;
-		tl->rx_state = TERN_TCP_RX_DATA;
-		return 1;
-	case TERN_TCP_RX_DATA:
-		ret = tern_tcp_recv_rest(tl, &rx->data_iter);
-		if (ret != TERN_TCP_ITER_FULL)
-			return ret;
-		tl->rx_state = TERN_TCP_RX_HDR;
-		ret = tern_lane_rx_done(tl->lane);
-		return ret ? ret : 1;
-	}
-	return -EINVAL;
-}
-
-/* Run the core through every frame part that needs no more bytes. */
-static int tern_tcp_rx_settle(struct tern_tcp_lane *tl)
-{
-	struct tern_lane_rx *rx = &tl->lane->rx;
-	int ret;
-
-	for (;;) {
-		switch (tl->rx_state) {
-		case TERN_TCP_RX_HDR:
-			if (tl->rx_hdr_off < sizeof(rx->hdr))
-				return 0;
-			tl->rx_hdr_off = 0;
-			ret = tern_lane_rx_header(tl->lane);
-			if (ret)
-				return ret;
-			tl->rx_state = TERN_TCP_RX_FRONT;
-			break;
-		case TERN_TCP_RX_FRONT:
-			if (iov_iter_count(&rx->tag_iter) ||
-			    iov_iter_count(&rx->front_iter))
-				return 0;
-			ret = tern_lane_rx_front(tl->lane);
-			if (ret)
-				return ret;
-			tl->rx_state = TERN_TCP_RX_DATA;
-			break;
-		case TERN_TCP_RX_DATA:
-			tl->rx_frame_full = !iov_iter_count(&rx->data_iter);
-			return 0;
-		}
-	}
-}
-
-/*
- * ->read_sock actor: copy what the frame in progress still wants from
- * @skb, straight into the core's buffers, and no byte past its end.
+ * ->read_sock actor: copy from @skb what the frame in progress still
+ * wants, straight into the core's buffers, and no byte past its end.
  */
 static int tern_tcp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			     unsigned int offset, size_t len)
 {
 	struct tern_tcp_lane *tl = desc->arg.data;
-	struct tern_lane_rx *rx = &tl->lane->rx;
 	struct iov_iter *iter;
 	size_t used = 0, n;
 	int err;
 
-	while (used < len && !tl->rx_frame_full) {
-		if (tl->rx_state == TERN_TCP_RX_HDR) {
-			n = min(len - used, sizeof(rx->hdr) - tl->rx_hdr_off);
-			err = skb_copy_bits(skb, offset + used,
-					    (u8 *)&rx->hdr + tl->rx_hdr_off, n);
-			tl->rx_hdr_off += n;
-		} else {
-			iter = tl->rx_state == TERN_TCP_RX_DATA ?
-			       &rx->data_iter : iov_iter_count(&rx->tag_iter) ?
-			       &rx->tag_iter : &rx->front_iter;
-			n = min(len - used, iov_iter_count(iter));
-			err = skb_copy_datagram_iter(skb, offset + used, iter,
-						     n);
+	while (used < len) {
+		iter = tern_lane_rx_next(tl->lane);
+		if (!iter)
+			break;		/* the frame is whole */
+		if (IS_ERR(iter)) {
+			err = PTR_ERR(iter);
+			goto fail;
 		}
-		if (!err)
-			err = tern_tcp_rx_settle(tl);
-		if (err) {
-			desc->error = err;
-			desc->count = 0;
-			return 0;	/* the lane fails; what was read is moot */
-		}
+		n = min(len - used, iov_iter_count(iter));
+		err = skb_copy_datagram_iter(skb, offset + used, iter, n);
+		if (err)
+			goto fail;
 		used += n;
 	}
 	return used;
+
+fail:
+	desc->error = err;
+	desc->count = 0;
+	return 0;	/* the lane fails; what was read is moot */
 }
 
 /*
@@ -328,45 +217,46 @@ static int tern_tcp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
  * frame where recvmsg() took one per frame part, and copies straight from
  * the skbs. A read stops at the end of a frame, so the core finishes the
  * frame (replies complete, ULP callbacks run, TLS may be switched on)
- * with the socket unlocked. Return: 1 if bytes came or a frame
- * completed, 0 if the socket is drained, or a negative errno.
+ * with the socket unlocked. Return: as tern_tcp_recv_step().
  */
 static int tern_tcp_read_step(struct tern_tcp_lane *tl)
 {
 	read_descriptor_t desc = { .arg.data = tl, .count = 1 };
+	struct iov_iter *iter = tern_lane_rx_next(tl->lane);
 	struct socket *sock = tl->sock;
 	struct sock *sk = sock->sk;
 	int ret;
 
-	if (!tl->rx_frame_full) {
-		/* as in tern_tcp_recv_step(): no lock to find nothing */
-		if (skb_queue_empty_lockless(&sk->sk_receive_queue) &&
-		    !READ_ONCE(sk->sk_err) &&
-		    !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN))
-			return 0;
-		lock_sock(sk);
-		ret = sock->ops->read_sock(sk, &desc, tern_tcp_rx_actor);
-		release_sock(sk);
-		if (desc.error)
-			return desc.error;
-		if (ret < 0)
-			return ret;
-		if (!ret && !tl->rx_frame_full) {
-			ret = sock_error(sk);
-			if (ret)
-				return ret;
-			if (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN)
-				return -EPIPE;	/* orderly close by the peer */
-			return 0;
-		}
+	if (IS_ERR(iter))
+		return PTR_ERR(iter);
+	if (!iter)
+		return tern_tcp_rx_done(tl);
+	/*
+	 * Between messages the queue is mostly empty: say so without the
+	 * socket lock. Bytes queued after this look wake io_work through
+	 * sk_data_ready, and EOF or errors are found on that run.
+	 */
+	if (skb_queue_empty_lockless(&sk->sk_receive_queue) &&
+	    !READ_ONCE(sk->sk_err) &&
+	    !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN))
+		return 0;
+	lock_sock(sk);
+	ret = sock->ops->read_sock(sk, &desc, tern_tcp_rx_actor);
+	release_sock(sk);
+	if (desc.error)
+		return desc.error;
+	if (ret > 0) {
 		tern_lane_rx_progress(tl->lane);
-		if (!tl->rx_frame_full)
-			return 1;
+		return 1;
 	}
-	tl->rx_frame_full = false;
-	tl->rx_state = TERN_TCP_RX_HDR;
-	ret = tern_lane_rx_done(tl->lane);
-	return ret ? ret : 1;
+	if (ret < 0)
+		return ret;
+	ret = sock_error(sk);
+	if (ret)
+		return ret;
+	if (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN)
+		return -EPIPE;	/* orderly close by the peer */
+	return 0;
 }
 
 /* Header, tag (signed frames) and front: what precedes the data. */
@@ -581,9 +471,8 @@ static void tern_tcp_io_work(struct work_struct *work)
 			sent = tern_tcp_send_some(tl);
 		if (sent < 0)
 			goto fail;
-		/* a TLS socket's read_sock, where there is one, reads records */
-		received = tl->tls ? tern_tcp_recv_step(tl) :
-				     tern_tcp_read_step(tl);
+		received = tl->rx_sealed ? tern_tcp_recv_step(tl) :
+					   tern_tcp_read_step(tl);
 		if (received < 0) {
 			sent = received;
 			goto fail;
@@ -655,7 +544,6 @@ static struct tern_tcp_lane *tern_tcp_lane_alloc(struct tern_lane *lane,
 		return NULL;
 	tl->lane = lane;
 	tl->sock = sock;
-	tl->rx_state = TERN_TCP_RX_HDR;
 	INIT_WORK(&tl->io_work, tern_tcp_io_work);
 	lane->tpriv = tl;
 	return tl;
