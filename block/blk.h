@@ -46,6 +46,9 @@ struct tern_blk_opts {
 	char		paths[TERN_MAX_PATHS - 1][TERN_BLK_URI_LEN];
 	unsigned int	nr_paths;
 	enum tern_iopolicy iopolicy;	/* iopolicy= */
+	/* inline_write=, inline_read=: as &tern_session_opts.inline_to_max */
+	u32		inline_write;
+	u32		inline_read;
 };
 
 /* dev->flags */

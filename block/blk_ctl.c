@@ -47,6 +47,8 @@ enum {
 	OPT_DUPLICATE,
 	OPT_PATH,
 	OPT_IOPOLICY,
+	OPT_INLINE_WRITE,
+	OPT_INLINE_READ,
 	OPT_NR,
 };
 
@@ -71,6 +73,8 @@ static const struct tern_blk_opt {
 	[OPT_DUPLICATE]		= { "duplicate",	"%d" },
 	[OPT_PATH]		= { "path",		"%s" },
 	[OPT_IOPOLICY]		= { "iopolicy",		"%s" },
+	[OPT_INLINE_WRITE]	= { "inline_write",	"%u" },
+	[OPT_INLINE_READ]	= { "inline_read",	"%u" },
 };
 
 static int tern_blk_uint(const char *key, const char *val, unsigned int lo,
@@ -268,6 +272,16 @@ static int tern_blk_parse_one(unsigned int opt, const char *key,
 			return err;
 		}
 		o->iopolicy = err;
+		return 0;
+	case OPT_INLINE_WRITE:
+	case OPT_INLINE_READ:
+		err = tern_blk_uint(key, val, 0, TERN_WIRE_MAX_DATA, &v);
+		if (err)
+			return err;
+		/* the session's form: 0 is its default, so none is spelt so */
+		*(opt == OPT_INLINE_WRITE ? &o->inline_write :
+					    &o->inline_read) =
+			v ?: TERN_INLINE_NONE;
 		return 0;
 	}
 	return -EINVAL;

@@ -448,6 +448,28 @@ TERN_BLK_ATTR_RO(integrity, "%d",
 		 !!(dev->si.features & TERN_FEAT_INTEGRITY));
 TERN_BLK_ATTR_RO(rebinds, "%d", atomic_read(&dev->rebinds));
 
+/* inline_write=, inline_read= as mapped: "default" when not given */
+static ssize_t tern_blk_inline_show(char *buf, u32 max)
+{
+	if (!max)
+		return sysfs_emit(buf, "default\n");
+	return sysfs_emit(buf, "%u\n", max == TERN_INLINE_NONE ? 0 : max);
+}
+
+static ssize_t inline_write_show(struct device *d,
+				 struct device_attribute *attr, char *buf)
+{
+	return tern_blk_inline_show(buf, to_tern_blk(d)->opts.inline_write);
+}
+static DEVICE_ATTR_RO(inline_write);
+
+static ssize_t inline_read_show(struct device *d,
+				struct device_attribute *attr, char *buf)
+{
+	return tern_blk_inline_show(buf, to_tern_blk(d)->opts.inline_read);
+}
+static DEVICE_ATTR_RO(inline_read);
+
 static bool tern_blk_has_uuid(const struct tern_blk_dev *dev)
 {
 	return memchr_inv(dev->info.uuid, 0, sizeof(dev->info.uuid));
@@ -646,6 +668,8 @@ static struct attribute *tern_blk_attrs[] = {
 	&dev_attr_lanes.attr,
 	&dev_attr_queue_depth.attr,
 	&dev_attr_max_data.attr,
+	&dev_attr_inline_write.attr,
+	&dev_attr_inline_read.attr,
 	&dev_attr_crc.attr,
 	&dev_attr_auth.attr,
 	&dev_attr_encrypt.attr,
@@ -1241,8 +1265,9 @@ static bool tern_blk_has_paths(const struct tern_blk_opts *dev,
 
 /*
  * May a second map of @dev's export, asking for @want, get @dev? Only
- * if it asks for nothing @dev lacks: the lanes and queue depth it names
- * (0 when it names none) are the ones @dev was mapped with, and crc,
+ * if it asks for nothing @dev lacks: the lanes, queue depth and inline
+ * limits it names (0 when it names none) are the ones @dev was mapped
+ * with, and crc,
  * read-only, a key, encryption, integrity and further paths, when asked
  * for, @dev has (integrity stands for crc). The loss timeout, keepalive
  * and I/O policy may be changed on a mapped device, so they do not count.
@@ -1253,6 +1278,8 @@ static bool tern_blk_mapping_fits(const struct tern_blk_opts *dev,
 	return tern_blk_has_paths(dev, want) &&
 	       (!want->lanes || want->lanes == dev->lanes) &&
 	       (!want->queue_depth || want->queue_depth == dev->queue_depth) &&
+	       (!want->inline_write || want->inline_write == dev->inline_write) &&
+	       (!want->inline_read || want->inline_read == dev->inline_read) &&
 	       (!want->crc || dev->crc || dev->integrity) &&
 	       (!want->read_only || dev->read_only) &&
 	       (!want->has_key || dev->has_key) &&
@@ -1272,9 +1299,9 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
  * An export already mapped with the same identity (transport, address,
  * service, export, host id) gives the existing device, unless
  * @opts->duplicate asks for another one; asking for what that device
- * lacks (other lanes or queue depth, crc, read-only, a key, encryption,
- * integrity)
- * is refused with -EEXIST, as nvme refuses a duplicate connect.
+ * lacks (other lanes, queue depth or inline limits, crc, read-only, a
+ * key, encryption, integrity) is refused with -EEXIST, as nvme refuses a
+ * duplicate connect.
  *
  * Return: 0, or a negative errno and nothing is created.
  */
@@ -1319,6 +1346,8 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 		.encrypt	= opts->encrypt,
 		.integrity	= opts->integrity,
 		.iopolicy	= opts->iopolicy,
+		.inline_to_max	= opts->inline_write,
+		.inline_from_max = opts->inline_read,
 	};
 	bool v6 = strchr(opts->address, ':');
 	struct tern_blk_dev *dev;

@@ -177,6 +177,31 @@ bool tern_lane_remote_data(struct tern_lane *lane)
 }
 EXPORT_SYMBOL_GPL(tern_lane_remote_data);
 
+/**
+ * tern_lane_inline_max - the most data a request's frames carry inline
+ * @lane: a lane with remote data access
+ * @to_responder: for the data a request carries (true) or its reply
+ * @dflt: the transport's default
+ *
+ * Return: in bytes, what the requester's session asked for
+ * (&tern_session_opts.inline_to_max, inline_from_max), else @dflt.
+ * Larger data moves by remote access.
+ */
+u32 tern_lane_inline_max(struct tern_lane *lane, bool to_responder, u32 dflt)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+	u32 max;
+
+	if (!cl->requester)
+		return dflt;
+	max = to_responder ? cl->sess->opts.inline_to_max :
+			     cl->sess->opts.inline_from_max;
+	if (!max)
+		return dflt;
+	return max == TERN_INLINE_NONE ? 0 : max;
+}
+EXPORT_SYMBOL_GPL(tern_lane_inline_max);
+
 /* Visit @len bytes of a bio_vec array after skipping @skip, page by page. */
 void tern_bvec_walk(const struct bio_vec *bv, unsigned int nr, u32 skip,
 		    u32 len, tern_chunk_fn fn, void *arg)

@@ -326,6 +326,12 @@ enum tern_iopolicy {
  *	transports), NULL-terminated when fewer than TERN_MAX_PATHS - 1;
  *	each path has @nr_lanes lanes of its own, all of one session
  * @iopolicy: how requests spread over the paths [failover]
+ * @inline_to_max: on lanes with remote data access (RDMA): request data
+ *	of at most this many bytes rides in the request's frames, larger
+ *	data the responder reads from the requester's pages [0: the
+ *	transport's default]; TERN_INLINE_NONE: none rides inline
+ * @inline_from_max: the same for reply data, which the responder
+ *	writes into the requester's pages when it is larger
  */
 struct tern_session_opts {
 	unsigned int	nr_lanes;
@@ -345,6 +351,8 @@ struct tern_session_opts {
 	bool		integrity;
 	const char	*paths[TERN_MAX_PATHS - 1];
 	enum tern_iopolicy iopolicy;
+	u32		inline_to_max;
+	u32		inline_from_max;
 };
 
 /**
@@ -370,6 +378,8 @@ struct tern_path_info {
 };
 
 #define TERN_LOSS_TIMEOUT_NEVER	UINT_MAX
+/* &tern_session_opts.inline_to_max, inline_from_max: no data inline */
+#define TERN_INLINE_NONE	U32_MAX
 
 /*
  * The timeouts of a requester session that may change while it runs

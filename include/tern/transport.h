@@ -168,6 +168,8 @@ void tern_lane_start(struct tern_lane *lane);
 void tern_lane_abort(struct tern_lane *lane);
 
 struct iov_iter *tern_lane_rx_next(struct tern_lane *lane);
+u32 tern_lane_inline_max(struct tern_lane *lane, bool to_responder,
+			 u32 dflt);
 int tern_lane_rx_done(struct tern_lane *lane);
 void tern_lane_rx_progress(struct tern_lane *lane);
 

@@ -86,12 +86,12 @@ MODULE_PARM_DESC(io_budget,
 unsigned int tern_rdma_inline_max = 4096;
 module_param_named(inline_max, tern_rdma_inline_max, uint, 0644);
 MODULE_PARM_DESC(inline_max,
-		 "Request data above this many bytes is moved by RDMA READ, not copied into SENDs (default 4096)");
+		 "Request data above this many bytes is moved by RDMA READ, not copied into SENDs, in sessions that do not choose (default 4096)");
 
 unsigned int tern_rdma_inline_read_max = 4096;
 module_param_named(inline_read_max, tern_rdma_inline_read_max, uint, 0644);
 MODULE_PARM_DESC(inline_read_max,
-		 "Reply data above this many bytes is moved by RDMA WRITE, not copied into SENDs (default 4096)");
+		 "Reply data above this many bytes is moved by RDMA WRITE, not copied into SENDs, in sessions that do not choose (default 4096)");
 
 unsigned int tern_rdma_inline_copy_max = 1024;
 module_param_named(inline_copy_max, tern_rdma_inline_copy_max, uint, 0644);

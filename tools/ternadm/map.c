@@ -56,6 +56,14 @@ static const char *const map_help[] = {
 	"  --encrypt          encrypt the connections (TCP; needs a key)",
 	"  --integrity        sign every frame with keyed MACs (TCP; needs a",
 	"                     key; excludes --encrypt and --crc)",
+	"  --inline-write N   RDMA: write data of at most N bytes travels in the",
+	"                     request's messages, larger the target reads from",
+	"                     this host's pages; 0..16777216, 0: always read",
+	"                     (default: tern_rdma.inline_max, 4096)",
+	"  --inline-read N    RDMA: read data of at most N bytes travels in the",
+	"                     reply, larger the target writes into this host's",
+	"                     pages; 0..16777216, 0: always written (default:",
+	"                     tern_rdma.inline_read_max, 4096)",
 	"  --path URI         a further path to the same target, tcp://HOST[:PORT]",
 	"                     or rdma://HOST[:PORT], with lanes of its own; up to",
 	"                     3 of them, in order of preference after the first",
@@ -71,7 +79,7 @@ static const char *const map_help[] = {
 	"this host prove to each other that they hold the host id's key.",
 	"With --encrypt, everything after that proof travels sealed with",
 	"AES-GCM under keys both sides derive from it; with --integrity, it",
-	"carries HMAC-SHA256 tags instead: tampering is detected, but nothing",
+	"carries Poly1305 tags instead: tampering is detected, but nothing",
 	"is hidden. The tags replace the data CRC.",
 	"",
 	"Prints the device, /dev/ternN. An export already mapped with the same",
@@ -101,6 +109,8 @@ enum {
 	OPT_NEW,
 	OPT_PATH,
 	OPT_IOPOLICY,
+	OPT_INLINE_WRITE,
+	OPT_INLINE_READ,
 	OPT_HELP,
 	OPT_END,
 };
@@ -121,6 +131,8 @@ static const struct option map_opts[] = {
 	{ "new",		no_argument,	   NULL, OPT_NEW },
 	{ "path",		required_argument, NULL, OPT_PATH },
 	{ "iopolicy",		required_argument, NULL, OPT_IOPOLICY },
+	{ "inline-write",	required_argument, NULL, OPT_INLINE_WRITE },
+	{ "inline-read",	required_argument, NULL, OPT_INLINE_READ },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -151,6 +163,8 @@ struct map_args {
 	struct tern_uri	paths[MAX_PATHS];	/* --path */
 	unsigned int	nr_paths;
 	const char	*iopolicy;
+	bool		has_inline[2];	/* --inline-write, --inline-read */
+	u64		inline_max[2];
 };
 
 static const char *const iopolicies[] = {
@@ -254,6 +268,15 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 				return bad_value("iopolicy", optarg,
 						 "failover, round-robin or min-inflight");
 			a->iopolicy = optarg;
+			break;
+		case OPT_INLINE_WRITE:
+		case OPT_INLINE_READ:
+			if (parse_u64(optarg, 0, TERN_WIRE_MAX_DATA,
+				      &a->inline_max[c == OPT_INLINE_READ]))
+				return bad_value(c == OPT_INLINE_READ ?
+						 "inline-read" : "inline-write",
+						 optarg, "bytes, 0..16777216");
+			a->has_inline[c == OPT_INLINE_READ] = true;
 			break;
 		case OPT_KEY_FILE:
 			if (!optarg[0])
@@ -405,6 +428,11 @@ static int map_opts_string(const struct map_args *a, char *buf, size_t len)
 	}
 	if ((size_t)n < len && a->iopolicy)
 		n += snprintf(buf + n, len - n, ",iopolicy=%s", a->iopolicy);
+	for (i = 0; i < 2 && (size_t)n < len; i++)
+		if (a->has_inline[i])
+			n += snprintf(buf + n, len - n, ",inline_%s=%llu",
+				      i ? "read" : "write",
+				      (unsigned long long)a->inline_max[i]);
 	return (size_t)n < len ? 0 : -1;
 }
 

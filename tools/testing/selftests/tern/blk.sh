@@ -267,6 +267,57 @@ submitter_sends() {	# DEV
 	fi
 }
 
+# inline_limits_move WRITE READ WANT_READS WANT_WRITES: map vol0 with
+# inline_write=WRITE and inline_read=READ ("" leaves one out), write 16
+# random 64K blocks and read them back as 256 4K reads, direct: the
+# data is the same, and the target's RDMA READs (of the writes) and
+# RDMA WRITEs (of the reads) moved by at least WANT_*, or not at all
+# where WANT_* is 0.
+inline_limits_move() {
+	local opts="$AT,export=vol0,lanes=1,duplicate=1" d r0 w0 r1 w1 rc=0
+	local stats=/sys/kernel/debug/tern_rdma/stats
+	[ -n "$1" ] && opts+=",inline_write=$1"
+	[ -n "$2" ] && opts+=",inline_read=$2"
+	d=$(map "$opts") || return 1
+	wait_bdev "$d" || return 1
+	echo "$opts: inline_write $(cat "/sys/block/$d/tern/inline_write")," \
+		"inline_read $(cat "/sys/block/$d/tern/inline_read")"
+	[ "$(cat "/sys/block/$d/tern/inline_write")" = "${1:-default}" ] &&
+		[ "$(cat "/sys/block/$d/tern/inline_read")" = "${2:-default}" ] ||
+		rc=1
+	head -c 1M /dev/urandom > "$WORK/inline.in"
+	r0=$(awk '$1 == "rdma_reads" { print $2 }' "$stats")
+	w0=$(awk '$1 == "rdma_writes" { print $2 }' "$stats")
+	dd if="$WORK/inline.in" of="/dev/$d" bs=64k seek=768 oflag=direct \
+		status=none || rc=1
+	r1=$(awk '$1 == "rdma_reads" { print $2 }' "$stats")
+	dd if="/dev/$d" of="$WORK/inline.out" bs=4k skip=12288 count=256 \
+		iflag=direct status=none || rc=1
+	w1=$(awk '$1 == "rdma_writes" { print $2 }' "$stats")
+	unmap "$d" || rc=1
+	echo "RDMA READs $r0 -> $r1 (want $3), RDMA WRITEs $w0 -> $w1 (want $4)"
+	cmp -s "$WORK/inline.in" "$WORK/inline.out" ||
+		{ echo "data read back differs"; rc=1; }
+	if [ "$3" = 0 ]; then
+		[ "$r1" = "$r0" ] || rc=1
+	else
+		[ $((r1 - r0)) -ge "$3" ] || rc=1
+	fi
+	if [ "$4" = 0 ]; then
+		[ "$w1" = "$w0" ] || rc=1
+	else
+		[ $((w1 - w0)) -ge "$4" ] || rc=1
+	fi
+	return $rc
+}
+
+# RDMA: the map's inline limits, not only the module's defaults, decide
+# which data the target moves by RDMA READ and WRITE
+inline_limits() {
+	inline_limits_move "" "" 16 0 &&
+		inline_limits_move 65536 0 0 256
+}
+
 # write_zeroes DEV EXPORT: BLKZEROOUT reads back zeroes; when DEV
 # advertises WRITE_ZEROES the target counts one, else DEV wrote zeroes
 write_zeroes() {
@@ -388,6 +439,9 @@ bad_maps() {
 		"$AT,export=vol0,lanes=65" \
 		"$AT,export=vol0,queue_depth=99999" \
 		"$AT,export=vol0,crc=2" \
+		"$AT,export=vol0,inline_read=16777217" \
+		"$AT,export=vol0,inline_write=-1" \
+		"$AT,export=vol0,inline_write=none" \
 		"address=$ADDR,service=$SVC,export=vol0,transport=udp" \
 		"address=$ADDR,service=$SVC,export=vol0,transport=../tcp" \
 		"$AT,export=vol0,,lanes=1" \
@@ -794,7 +848,7 @@ fi
 # stable pages, corruption caught, read-only maps.
 ALL=0
 [ "$TRANSPORT" = tcp ] && ALL=1
-ktap_plan $((ALL ? 38 : 29))
+ktap_plan $((ALL ? 38 : 30))
 
 check "modules load (tern_$TRANSPORT, tern_target, tern_blk, brd)" setup_modules
 check "target configured through configfs (4 exports, port p0 on $TRANSPORT://$ADDR:$SVC)" \
@@ -830,6 +884,9 @@ check "data through /dev/$VOL equals the backing device, both ways" \
 check "target data pages reused from the stash, none left in use" \
 	data_pages_recycled
 check "requests sent from the submitter's context" submitter_sends "$VOL"
+[ "$TRANSPORT" = rdma ] &&
+	check "inline_write= and inline_read= choose what moves by RDMA READ and WRITE" \
+		inline_limits
 [ $ALL = 1 ] &&
 	check "write zeroes through /dev/$VOL reads back zeroes" \
 		write_zeroes "$VOL" vol0

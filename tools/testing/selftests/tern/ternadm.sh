@@ -58,11 +58,16 @@ setup_target() {
 map_vol0() {
 	local out
 	out=$(adm map "tcp://$ADDR/vol0" --lanes 2 --queue-depth 32 --crc \
-		--host adm-host --loss-timeout 30) || return 1
+		--host adm-host --loss-timeout 30 --inline-write 8192 \
+		--inline-read 0) || return 1
 	echo "$out" > "$WORK/dev"
 	echo "printed: $out"
 	case "$out" in /dev/tern[0-9]*) ;; *) return 1 ;; esac
 	[ -b "$out" ] || { echo "$out is not a block device"; return 1; }
+	# the inline limits reached the kernel (only RDMA paths use them)
+	[ "$(cat "/sys/block/${out#/dev/}/tern/inline_write")" = 8192 ] &&
+		[ "$(cat "/sys/block/${out#/dev/}/tern/inline_read")" = 0 ] ||
+		{ echo "inline limits not as asked"; return 1; }
 	[ "$(blockdev --getsize64 "$out")" = "$(blockdev --getsize64 "$BACK")" ]
 }
 
@@ -137,7 +142,8 @@ ctl_lists_options() {
 	line=$(head -n 1 "$CTL") || return 1
 	echo "$line"
 	for k in transport address service export host lanes queue_depth crc \
-		read_only loss_timeout key encrypt integrity duplicate; do
+		read_only loss_timeout key encrypt integrity duplicate \
+		inline_write inline_read; do
 		[[ ,$line, == *",$k="* ]] || { echo "no $k"; return 1; }
 	done
 }
@@ -329,6 +335,9 @@ bad_usage() {
 	map tcp://$ADDR/vol0 --loss-timeout never
 	map tcp://$ADDR/vol0 --new --new
 	map tcp://$ADDR/vol0 --lanes 2 --lanes 2
+	map tcp://$ADDR/vol0 --inline-read 16777217
+	map tcp://$ADDR/vol0 --inline-write -1
+	map tcp://$ADDR/vol0 --inline-write 0 --inline-write 0
 	map tcp://$ADDR/vol0 --host a/b
 	map tcp://$ADDR
 	map tcp://$ADDR/
