@@ -63,7 +63,7 @@ struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
 	cl->max_front = sizeof(struct tern_wire_hello);
 	cl->max_data = 0;
 	spin_lock_init(&cl->tx_lock);
-	INIT_LIST_HEAD(&cl->tx_queue);
+	INIT_LIST_HEAD(&cl->pub.tx_queue);
 	INIT_LIST_HEAD(&cl->ep_entry);
 	INIT_DELAYED_WORK(&cl->ka_work, tern_lane_ka_work);
 	INIT_WORK(&cl->teardown_work, tern_lane_teardown_work);
@@ -146,7 +146,8 @@ static void tern_pcpu_stat_add(struct tern_stats __percpu *st, size_t off,
 	this_cpu_add(*(s64 __percpu *)((char __percpu *)st + off), val);
 }
 
-void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val)
+static __always_inline void __tern_lane_stat_add(struct tern_core_lane *cl,
+						 size_t off, u64 val)
 {
 	/* one load: teardown clears cl->slot under sess->lock, not ours */
 	struct tern_lane_slot *slot = READ_ONCE(cl->slot);
@@ -157,6 +158,21 @@ void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val)
 		tern_pcpu_stat_add(cl->ep->stats, off, val);
 	/* sessions come and go; the module-wide sum stays for tests */
 	tern_pcpu_stat_add(tern_total_stats, off, val);
+}
+
+void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val)
+{
+	__tern_lane_stat_add(cl, off, val);
+}
+
+/* A frame of @bytes went out (@tx) or came in: both its counters, one call. */
+static void tern_lane_count_frame(struct tern_core_lane *cl, bool tx,
+				  u64 bytes)
+{
+	__tern_lane_stat_add(cl, tx ? offsetof(struct tern_stats, tx_msgs) :
+			     offsetof(struct tern_stats, rx_msgs), 1);
+	__tern_lane_stat_add(cl, tx ? offsetof(struct tern_stats, tx_bytes) :
+			     offsetof(struct tern_stats, rx_bytes), bytes);
 }
 
 void tern_wire_hdr_seal(struct tern_wire_hdr *hdr)
@@ -292,7 +308,7 @@ void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
 			   bool kick)
 {
 	spin_lock_bh(&cl->tx_lock);
-	list_add_tail(&f->entry, &cl->tx_queue);
+	list_add_tail(&f->entry, &cl->pub.tx_queue);
 	if (kick && !test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
 		cl->pub.tops->kick(&cl->pub);
 	spin_unlock_bh(&cl->tx_lock);
@@ -344,7 +360,7 @@ static void tern_lane_queue_ctrl(struct tern_core_lane *cl,
 		return;
 	}
 	*queued = true;
-	list_add_tail(&f->entry, &cl->tx_queue);
+	list_add_tail(&f->entry, &cl->pub.tx_queue);
 	if (!test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
 		cl->pub.tops->kick(&cl->pub);
 	spin_unlock_bh(&cl->tx_lock);
@@ -416,9 +432,11 @@ void tern_lane_error(struct tern_lane *lane, int err)
 }
 EXPORT_SYMBOL_GPL(tern_lane_error);
 
-static bool tern_lane_inject(struct tern_core_lane *cl)
+/* Fail a live lane's frame by tern.inject_fail_every; no call when off. */
+static inline bool tern_lane_inject(struct tern_core_lane *cl)
 {
-	if (READ_ONCE(cl->state) != TERN_LANE_LIVE || !tern_inject_fault())
+	if (likely(!READ_ONCE(tern_inject_fail_every)) ||
+	    READ_ONCE(cl->state) != TERN_LANE_LIVE || !tern_inject_fault())
 		return false;
 	TERN_LANE_STAT(cl, injected, 1);
 	pr_info_ratelimited("%s: injected failure\n", cl->name);
@@ -453,7 +471,7 @@ struct tern_frame *tern_lane_tx_next(struct tern_lane *lane)
 		return NULL;
 
 	spin_lock_bh(&cl->tx_lock);
-	f = list_first_entry_or_null(&cl->tx_queue, struct tern_frame, entry);
+	f = list_first_entry_or_null(&cl->pub.tx_queue, struct tern_frame, entry);
 	if (f) {
 		if (f->kind == TERN_FRAME_REQUEST) {
 			struct tern_request *req;
@@ -487,20 +505,6 @@ struct tern_frame *tern_lane_tx_next(struct tern_lane *lane)
 	return f;
 }
 EXPORT_SYMBOL_GPL(tern_lane_tx_next);
-
-/**
- * tern_lane_tx_pending - does @lane have frames waiting?
- * @lane: the lane
- *
- * Return: true if tern_lane_tx_next() would have returned a frame when
- * the queue was looked at; a hint for batching and statistics.
- */
-bool tern_lane_tx_pending(struct tern_lane *lane)
-{
-	/* a hint that may be stale once returned, with or without the lock */
-	return !list_empty(&to_core_lane(lane)->tx_queue);
-}
-EXPORT_SYMBOL_GPL(tern_lane_tx_pending);
 
 /**
  * tern_lane_count_submitter_sends - count sends made by ->push
@@ -557,7 +561,7 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 		}
 	}
 	if (test_bit(TERN_LANE_F_CLOSE_TX, &cl->flags) &&
-	    list_empty(&cl->tx_queue))
+	    list_empty(&cl->pub.tx_queue))
 		close = true;
 	spin_unlock_bh(&cl->tx_lock);
 	if (keys) {
@@ -569,10 +573,9 @@ void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame)
 	}
 done:
 	WRITE_ONCE(cl->last_tx_done, jiffies);
-	TERN_LANE_STAT(cl, tx_msgs, 1);
-	TERN_LANE_STAT(cl, tx_bytes, sizeof(frame->hdr) +
-		       tern_frame_front_len(frame) +
-		       tern_frame_data_len(frame));
+	tern_lane_count_frame(cl, true, sizeof(frame->hdr) +
+			      tern_frame_front_len(frame) +
+			      tern_frame_data_len(frame));
 
 	if (frame->kind == TERN_FRAME_REQUEST)
 		tern_request_tx_done(container_of(frame, struct tern_request,
@@ -963,9 +966,8 @@ int tern_lane_rx_done(struct tern_lane *lane)
 					 rx->tag + TERN_WIRE_PART_TAG_LEN))
 			return tern_rx_bad_tag(cl, "data");
 	}
-	TERN_LANE_STAT(cl, rx_msgs, 1);
-	TERN_LANE_STAT(cl, rx_bytes, sizeof(rx->hdr) + rx->front_len +
-		       rx->data_len);
+	tern_lane_count_frame(cl, false, sizeof(rx->hdr) + rx->front_len +
+			      rx->data_len);
 
 	switch (rx->hdr.type) {
 	case TERN_WIRE_HELLO:
@@ -1159,7 +1161,7 @@ static void tern_lane_teardown_work(struct work_struct *work)
 		tern_session_lane_down(cl->sess, cl);
 	} else {
 		spin_lock_bh(&cl->tx_lock);
-		INIT_LIST_HEAD(&cl->tx_queue);
+		INIT_LIST_HEAD(&cl->pub.tx_queue);
 		cl->tx_cur = NULL;
 		spin_unlock_bh(&cl->tx_lock);
 		tern_lane_move(cl, TERN_LANE_DEAD);

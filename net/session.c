@@ -1232,7 +1232,7 @@ void tern_session_lane_down(struct tern_session *sess,
 	}
 
 	spin_lock(&cl->tx_lock);
-	list_splice_init(&cl->tx_queue, &frames);
+	list_splice_init(&cl->pub.tx_queue, &frames);
 	cur = cl->tx_cur;
 	cl->tx_cur = NULL;
 	cl->ping_queued = false;

@@ -204,8 +204,8 @@ struct tern_core_lane {
 	bool			data_crc;
 	bool			remote_data;	/* TERN_FEAT_REMOTE_DATA */
 
-	spinlock_t		tx_lock;	/* tx_queue, *_queued; see lane.c */
-	struct list_head	tx_queue;
+	/* pub.tx_queue, *_queued; see lane.c */
+	spinlock_t		tx_lock;
 	struct tern_frame	*tx_cur;
 	atomic_t		pushers;	/* in ->push: tern_lane_push() */
 	u32			tx_seq;		/* transmit worker only */

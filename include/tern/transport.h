@@ -82,6 +82,8 @@ struct tern_lane {
 	void				*tpriv;	/* transport private */
 	const struct tern_transport_ops	*tops;
 	struct tern_lane_rx		rx;
+	/* core private: frames to send, under its tx_lock */
+	struct list_head		tx_queue;
 	/* the rest is private to the core, see net/tern_core.h */
 };
 
@@ -175,7 +177,18 @@ void tern_lane_rx_progress(struct tern_lane *lane);
 
 struct tern_frame *tern_lane_tx_next(struct tern_lane *lane);
 void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame);
-bool tern_lane_tx_pending(struct tern_lane *lane);
+
+/*
+ * Does @lane have frames waiting, that tern_lane_tx_next() would hand
+ * out? A lockless hint, stale as soon as it is returned: for batching and
+ * to skip a send step with nothing to send. Inline, as transports ask it
+ * several times per frame.
+ */
+static inline bool tern_lane_tx_pending(struct tern_lane *lane)
+{
+	return !list_empty(&lane->tx_queue);
+}
+
 void tern_lane_count_submitter_sends(struct tern_lane *lane,
 				     unsigned int sends);
 
