@@ -882,22 +882,8 @@ static int tern_lane_rx_front(struct tern_lane *lane)
 	return 0;
 }
 
-/**
- * tern_lane_rx_next - where the next bytes of the stream go
- * @lane: the lane
- *
- * A transport copies what it receives into the iterator returned, as
- * much as the iterator wants and no more, and asks again. The core walks
- * the frame's parts, the header, the tag (signed frames), the front and
- * the data, and checks each part as it fills: the header before it says
- * where the rest goes (for replies: into the requester's pages), the
- * front before the ULP sees it.
- *
- * Return: the iterator; NULL when the frame is whole and
- * tern_lane_rx_done() is due; or an ERR_PTR: the transport must close
- * the lane.
- */
-struct iov_iter *tern_lane_rx_next(struct tern_lane *lane)
+/* tern_lane_rx_next()'s walk through the parts of a frame */
+static struct iov_iter *tern_lane_rx_walk(struct tern_lane *lane)
 {
 	struct tern_lane_rx *rx = &lane->rx;
 	int ret;
@@ -939,7 +925,16 @@ struct iov_iter *tern_lane_rx_next(struct tern_lane *lane)
 		}
 	}
 }
-EXPORT_SYMBOL_GPL(tern_lane_rx_next);
+
+/* tern_lane_rx_next() when the part being filled is full */
+struct iov_iter *tern_lane_rx_step(struct tern_lane *lane)
+{
+	struct iov_iter *iter = tern_lane_rx_walk(lane);
+
+	lane->rx.filling = IS_ERR(iter) ? NULL : iter;
+	return iter;
+}
+EXPORT_SYMBOL_GPL(tern_lane_rx_step);
 
 /**
  * tern_lane_rx_done - the whole frame has been received

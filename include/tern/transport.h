@@ -60,6 +60,7 @@
 struct tern_lane_rx {
 	struct tern_wire_hdr	hdr;
 	u8			part;		/* enum tern_rx_part */
+	struct iov_iter		*filling;	/* the part's, not yet full */
 	u32			front_len;
 	struct iov_iter		front_iter;
 	u32			data_len;
@@ -169,7 +170,33 @@ void tern_lane_start(struct tern_lane *lane);
 /* Accept path failed after tern_lane_accept(): free the lane. */
 void tern_lane_abort(struct tern_lane *lane);
 
-struct iov_iter *tern_lane_rx_next(struct tern_lane *lane);
+struct iov_iter *tern_lane_rx_step(struct tern_lane *lane);
+
+/**
+ * tern_lane_rx_next - where the next bytes of the stream go
+ * @lane: the lane
+ *
+ * A transport copies what it receives into the iterator returned, as
+ * much as the iterator wants and no more, and asks again. The core walks
+ * the frame's parts, the header, the tag (signed frames), the front and
+ * the data, and checks each part as it fills: the header before it says
+ * where the rest goes (for replies: into the requester's pages), the
+ * front before the ULP sees it. A part not yet full is answered here,
+ * inline; the core's walk runs once per part.
+ *
+ * Return: the iterator; NULL when the frame is whole and
+ * tern_lane_rx_done() is due; or an ERR_PTR: the transport must close
+ * the lane.
+ */
+static inline struct iov_iter *tern_lane_rx_next(struct tern_lane *lane)
+{
+	struct iov_iter *iter = lane->rx.filling;
+
+	if (iter && iov_iter_count(iter))
+		return iter;
+	return tern_lane_rx_step(lane);
+}
+
 u32 tern_lane_inline_max(struct tern_lane *lane, bool to_responder,
 			 u32 dflt);
 int tern_lane_rx_done(struct tern_lane *lane);
