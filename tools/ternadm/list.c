@@ -57,6 +57,11 @@ struct list_dev {
 	bool	integrity;
 	char	uuid[40];	/* empty: the target names no uuid */
 	char	iopolicy[16];	/* empty: a tern_blk without paths */
+	/* --inline-write, --inline-read as mapped; has_*: given at all */
+	bool	has_inline_write;
+	bool	has_inline_read;
+	u64	inline_write;
+	u64	inline_read;
 	struct list_path paths[MAX_PATHS];
 	int	nr_paths;
 };
@@ -115,6 +120,18 @@ static u64 list_u64(const char *name, const char *attr)
 	return strtoull(buf, NULL, 10);
 }
 
+/* An inline limit: a number when the map gave one, else "default". */
+static bool list_inline(const char *name, const char *attr, u64 *out)
+{
+	char buf[32];
+
+	list_str(name, attr, buf, sizeof(buf));
+	if (buf[0] < '0' || buf[0] > '9')
+		return false;
+	*out = strtoull(buf, NULL, 10);
+	return true;
+}
+
 static void list_read(struct list_dev *d)
 {
 	list_str(d->name, "tern/transport", d->transport,
@@ -133,6 +150,10 @@ static void list_read(struct list_dev *d)
 	d->auth = list_u64(d->name, "tern/auth");
 	d->encrypt = list_u64(d->name, "tern/encrypt");
 	d->integrity = list_u64(d->name, "tern/integrity");
+	d->has_inline_write = list_inline(d->name, "tern/inline_write",
+					  &d->inline_write);
+	d->has_inline_read = list_inline(d->name, "tern/inline_read",
+					 &d->inline_read);
 	list_str(d->name, "tern/uuid", d->uuid, sizeof(d->uuid));
 	if (!strcmp(d->uuid, "?"))
 		d->uuid[0] = '\0';
@@ -263,6 +284,10 @@ static void list_json(const struct list_dev *devs, int nr)
 		json_str(&j, "uuid", d->uuid);
 		if (d->iopolicy[0])
 			json_str(&j, "iopolicy", d->iopolicy);
+		if (d->has_inline_write)
+			json_u64(&j, "inline_write", d->inline_write);
+		if (d->has_inline_read)
+			json_u64(&j, "inline_read", d->inline_read);
 		if (d->nr_paths)
 			list_json_paths(&j, d);
 		json_close(&j);

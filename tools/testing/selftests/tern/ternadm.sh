@@ -100,7 +100,8 @@ list_shows() {
 		"transport": "tcp", "address": "127.0.0.1", "service": 7447,
 		"export": "vol0", "host": "adm-host", "state": "live",
 		"lanes": 2, "queue_depth": 32, "size": int(sys.argv[3]),
-		"read_only": False, "crc": True}
+		"read_only": False, "crc": True, "inline_write": 8192,
+		"inline_read": 0}
 	for k, v in want.items():
 	    assert d.get(k) == v, (k, d.get(k), v)
 	assert d.get("auth") is False and d.get("encrypt") is False, d
