@@ -250,16 +250,16 @@ struct tern_rdma_op *tern_rdma_reg_prepare(struct tern_rdma_lane *tl,
 	unsigned int off = 0, i;
 	struct scatterlist *sg;
 	struct tern_rdma_op *op;
+	bool to_responder;
 	int left, n, err;
 
 	if (!req || !tl->mr_pool || !tern_lane_remote_data(tl->lane) ||
 	    !(flags & (TERN_WIRE_F_DATA_TO_RESPONDER |
 		       TERN_WIRE_F_DATA_FROM_RESPONDER)))
 		return NULL;
-	if (flags & TERN_WIRE_F_DATA_TO_RESPONDER ?
-	    len <= tern_lane_inline_max(tl->lane, true,
-					READ_ONCE(tern_rdma_inline_max)) :
-	    len <= tern_lane_inline_max(tl->lane, false,
+	to_responder = flags & TERN_WIRE_F_DATA_TO_RESPONDER;
+	if (len <= tern_lane_inline_max(tl->lane, to_responder, to_responder ?
+					READ_ONCE(tern_rdma_inline_max) :
 					READ_ONCE(tern_rdma_inline_read_max)))
 		return NULL;
 	op = tern_rdma_op_alloc(tl, TERN_RDMA_OP_REG, tern_rdma_gfp(tl));
