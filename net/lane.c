@@ -314,6 +314,28 @@ void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
 	spin_unlock_bh(&cl->tx_lock);
 }
 
+/*
+ * Queue @f on @cl if the lane is still live. The look is under the lane's
+ * lock, which tern_session_lane_down() takes after the lane is DEAD to
+ * hand its frames back: a frame is queued before and handed back, or sees
+ * the lane dead. Return: whether @f was queued.
+ */
+bool tern_lane_queue_live(struct tern_core_lane *cl, struct tern_frame *f,
+			  bool kick)
+{
+	bool live;
+
+	spin_lock_bh(&cl->tx_lock);
+	live = READ_ONCE(cl->state) == TERN_LANE_LIVE;
+	if (live) {
+		list_add_tail(&f->entry, &cl->pub.tx_queue);
+		if (kick && !test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
+			cl->pub.tops->kick(&cl->pub);
+	}
+	spin_unlock_bh(&cl->tx_lock);
+	return live;
+}
+
 /**
  * tern_lane_push - transmit queued frames from the caller's context
  * @cl: a lane the caller holds a reference on, with a transport that has
@@ -1122,12 +1144,14 @@ static void tern_lane_rx_cleanup(struct tern_core_lane *cl)
 	if (rx->sreq)
 		tern_server_rx_abort(cl);
 	if (rx->req && sess) {
-		spin_lock_bh(&sess->lock);
+		struct tern_req_shard *sh = tern_req_shard(rx->req);
+
+		spin_lock_bh(&sh->lock);
 		if (rx->req->rx_lane == &cl->pub) {
 			rx->req->rx_lane = NULL;
 			rx->req->lane_faults++;	/* its reply was cut off */
 		}
-		spin_unlock_bh(&sess->lock);
+		spin_unlock_bh(&sh->lock);
 	}
 	rx->req = NULL;
 }

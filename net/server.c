@@ -13,12 +13,13 @@
  * another lane would only race with the resent copy and pile up work.
  *
  * Locking: ep->lock (mutex) serialises session lookup and creation against
- * unlinking; sess->lock protects lane choice. Responder requests held (in
+ * unlinking; sess->lock protects the lane slots. A reply is queued under
+ * its lane's own lock, if the lane is still live (tern_lane_queue_live()):
+ * no lock of the session per request. Responder requests held (in
  * progress or with a reply not yet sent) are bounded by four times the
  * negotiated queue depth, room for resent duplicates of requests whose
  * first copy is still held; so a peer cannot make us allocate without
- * limit. The count is an atomic of the session, not under sess->lock:
- * a request takes the lock once, to queue its reply.
+ * limit. The count is an atomic of the session.
  *
  * Data pages the core allocates because the ULP supplied none are held
  * within byte budgets per session and per endpoint
@@ -978,22 +979,18 @@ static void tern_srv_req_send(struct tern_srv_req *sreq)
 	struct tern_core_lane *cl = to_core_lane(sreq->lane);
 	bool live, push = cl->pub.tops->push;
 
-	spin_lock_bh(&sess->lock);
-	live = cl->state == TERN_LANE_LIVE && cl->sess == sess;
+	/* the frame may be sent and @sreq freed before we push */
+	if (push)
+		kref_get(&cl->ref);
+	live = tern_lane_queue_live(cl, &sreq->frame, !push);
 	if (live) {
 		this_cpu_inc(sess->counts->replies);
-		/* the frame may be sent and @sreq freed before we push */
-		if (push)
-			kref_get(&cl->ref);
-		tern_lane_queue_frame(cl, &sreq->frame, !push);
+		if (push)	/* tern_reply(): any context */
+			tern_lane_push(cl, false);
 	}
-	spin_unlock_bh(&sess->lock);
-	if (live) {
-		if (push) {
-			tern_lane_push(cl, false);	/* tern_reply(): any context */
-			tern_lane_put(cl);
-		}
-	} else {
+	if (push)
+		tern_lane_put(cl);
+	if (!live) {
 		atomic64_inc(&sess->replies_dropped);
 		tern_srv_req_finish(sreq);	/* the requester resends */
 	}

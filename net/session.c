@@ -9,10 +9,12 @@
  * on the first lane that comes back. If no lane is live for the loss
  * timeout, every pending request fails with -ETIMEDOUT.
  *
- * Locking: sess->lock (spinlock, bh) protects state, slots, the pending
- * table, the backlog, the throttle counters and each request's lane and
- * rx_lane. It nests outside lane->tx_lock. ULP callbacks (done, events)
- * run without locks held, in process context.
+ * Locking: sess->lock (spinlock, bh) protects state, slots and paths.
+ * Requests in flight are in shards (struct tern_req_shard), each with its
+ * own lock for its pending table, its backlog and its requests' lanes; the
+ * in-flight limits are atomic. sess->lock nests outside a shard's lock,
+ * which nests outside lane->tx_lock. ULP callbacks (done, events) run
+ * without locks held, in process context.
  *
  * Request lifetime: req->ref is one for "pending" plus one while a lane
  * transmits it; done() runs when both are gone, so a reply racing with
@@ -40,6 +42,7 @@ static void tern_session_free_work(struct work_struct *work)
 		ep->ops->session_event(sess, TERN_SESSION_GONE);
 	debugfs_remove_recursive(sess->dbg);
 	free_percpu(sess->counts);
+	kfree(sess->shards);
 	kfree(sess->slots);
 	kfree_sensitive(sess->auth_keys);
 	kfree(sess);
@@ -155,11 +158,22 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 		return NULL;
 	sess->slots = kcalloc(nr_slots, sizeof(*sess->slots), GFP_KERNEL);
 	sess->counts = alloc_percpu(struct tern_sess_counts);
-	if (!sess->slots || !sess->counts) {
+	if (requester)
+		sess->shards = kcalloc(nr_slots, sizeof(*sess->shards),
+				       GFP_KERNEL);
+	if (!sess->slots || !sess->counts || (requester && !sess->shards)) {
 		free_percpu(sess->counts);
+		kfree(sess->shards);
 		kfree(sess->slots);
 		kfree(sess);
 		return NULL;
+	}
+	if (requester)
+		sess->nr_shards = nr_slots;
+	for (i = 0; i < sess->nr_shards; i++) {
+		spin_lock_init(&sess->shards[i].lock);
+		INIT_LIST_HEAD(&sess->shards[i].backlog);
+		hash_init(sess->shards[i].pending);
 	}
 	tern_obj_inc(TERN_OBJ_SESSION);
 	kref_init(&sess->ref);
@@ -168,8 +182,6 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 	sess->state = TERN_SESS_CONNECTING;
 	sess->nr_slots = nr_slots;
 	spin_lock_init(&sess->lock);
-	hash_init(sess->pending);
-	INIT_LIST_HEAD(&sess->backlog);
 	INIT_LIST_HEAD(&sess->ep_entry);
 	INIT_HLIST_NODE(&sess->group_node);
 	init_waitqueue_head(&sess->wait);
@@ -185,19 +197,21 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 	return sess;
 }
 
-/* The path the session's I/O policy picks among the live ones, or NULL. */
-static struct tern_path *tern_pick_path_locked(struct tern_session *sess)
+/*
+ * The path the session's I/O policy picks among the live ones, or NULL.
+ * Called under a shard's lock, or sess->lock (the top of tern_core.h).
+ */
+static struct tern_path *tern_pick_path(struct tern_session *sess)
 {
-	unsigned int n = sess->nr_paths, i;
+	unsigned int n = sess->nr_paths, i, rr = READ_ONCE(sess->path_rr);
 	struct tern_path *p, *best = NULL;
 
-	lockdep_assert_held(&sess->lock);
-	switch (sess->iopolicy) {
+	switch (READ_ONCE(sess->iopolicy)) {
 	case TERN_IOPOLICY_ROUND_ROBIN:
 		for (i = 0; i < n; i++) {
-			p = &sess->paths[(sess->path_rr + i) % n];
-			if (p->nr_live) {
-				sess->path_rr = p->idx + 1;
+			p = &sess->paths[(rr + i) % n];
+			if (READ_ONCE(p->nr_live)) {
+				WRITE_ONCE(sess->path_rr, p->idx + 1);
 				return p;
 			}
 		}
@@ -205,16 +219,18 @@ static struct tern_path *tern_pick_path_locked(struct tern_session *sess)
 	case TERN_IOPOLICY_MIN_INFLIGHT:
 		/* ties go round, so that equal paths share the load */
 		for (i = 0; i < n; i++) {
-			p = &sess->paths[(sess->path_rr + i) % n];
-			if (p->nr_live && (!best || p->inflight < best->inflight))
+			p = &sess->paths[(rr + i) % n];
+			if (READ_ONCE(p->nr_live) &&
+			    (!best || atomic_read(&p->inflight) <
+				      atomic_read(&best->inflight)))
 				best = p;
 		}
 		if (best)
-			sess->path_rr = best->idx + 1;
+			WRITE_ONCE(sess->path_rr, best->idx + 1);
 		return best;
 	default:	/* failover: the first live path in order of preference */
 		for (i = 0; i < n; i++)
-			if (sess->paths[i].nr_live)
+			if (READ_ONCE(sess->paths[i].nr_live))
 				return &sess->paths[i];
 		return NULL;
 	}
@@ -222,25 +238,26 @@ static struct tern_path *tern_pick_path_locked(struct tern_session *sess)
 
 /*
  * A live lane of the path the policy picks: the one @hint names among the
- * path's lanes, else the next live one. Caller holds sess->lock.
+ * path's lanes, else the next live one. Called as tern_pick_path() is; a
+ * lane seen live here may be going down, and its teardown's sweep takes
+ * the request back (tern_session_lane_down()).
  */
-static struct tern_core_lane *tern_pick_lane_locked(struct tern_session *sess,
-						    unsigned int hint)
+static struct tern_core_lane *tern_pick_lane(struct tern_session *sess,
+					     unsigned int hint)
 {
 	struct tern_path *path;
 	struct tern_core_lane *cl;
 	unsigned int i;
 
-	lockdep_assert_held(&sess->lock);
-	if (!sess->nr_live)
+	if (!READ_ONCE(sess->nr_live))
 		return NULL;
-	path = tern_pick_path_locked(sess);
+	path = tern_pick_path(sess);
 	if (!path)
 		return NULL;
 	for (i = 0; i < path->lanes; i++) {
-		cl = sess->slots[path->idx +
-				 (hint + i) % path->lanes * sess->nr_paths].lane;
-		if (cl && cl->state == TERN_LANE_LIVE)
+		cl = READ_ONCE(sess->slots[path->idx + (hint + i) %
+					   path->lanes * sess->nr_paths].lane);
+		if (cl && READ_ONCE(cl->state) == TERN_LANE_LIVE)
 			return cl;
 	}
 	return NULL;
@@ -254,33 +271,32 @@ static struct tern_core_lane *tern_pick_lane_locked(struct tern_session *sess,
 static void tern_req_set_lane_locked(struct tern_request *req,
 				     struct tern_core_lane *cl)
 {
-	lockdep_assert_held(&req->sess->lock);
+	lockdep_assert_held(&tern_req_shard(req)->lock);
 	if (req->path && !req->reserved)
-		req->path->inflight--;
+		atomic_dec(&req->path->inflight);
 	req->lane = cl ? &cl->pub : NULL;
 	req->path = cl && cl->slot ? cl->slot->path : NULL;
 	if (req->path) {
 		if (!req->reserved)
-			req->path->inflight++;
-		req->path->requests++;
+			atomic_inc(&req->path->inflight);
+		atomic64_inc(&req->path->requests);
 	}
 }
 
 /*
- * Send @req on a live lane, or park it in the backlog. With @push, a lane
- * whose transport can send from the caller's context is returned with a
- * reference, to be handed to tern_lane_push() once sess->lock is dropped.
+ * Send @req on a live lane, or park it in its shard's backlog. With @push,
+ * a lane whose transport can send from the caller's context is returned
+ * with a reference, to be handed to tern_lane_push() once the shard's lock
+ * is dropped.
  */
-static struct tern_core_lane *
-tern_req_queue_locked(struct tern_session *sess, struct tern_request *req,
-		      bool push)
+static struct tern_core_lane *tern_req_queue_locked(struct tern_request *req,
+						    bool push)
 {
-	struct tern_core_lane *cl = tern_pick_lane_locked(sess, req->lane_hint);
+	struct tern_core_lane *cl = tern_pick_lane(req->sess, req->lane_hint);
 
-	lockdep_assert_held(&sess->lock);
 	tern_req_set_lane_locked(req, cl);
 	if (!cl) {
-		list_add_tail(&req->backlog, &sess->backlog);
+		list_add_tail(&req->backlog, &tern_req_shard(req)->backlog);
 		return NULL;
 	}
 	push = push && cl->pub.tops->push;
@@ -291,28 +307,32 @@ tern_req_queue_locked(struct tern_session *sess, struct tern_request *req,
 	return cl;
 }
 
+/* Give back what tern_throttle_take() took for @req. */
+static void tern_throttle_give(struct tern_session *sess,
+			       const struct tern_request *req)
+{
+	if (req->reserved) {
+		atomic_dec(&sess->reserved_inflight);
+	} else {
+		atomic64_sub(req->data_len, &sess->inflight_bytes);
+		atomic_dec(&sess->inflight);
+	}
+}
+
 /*
  * Take @req off every queue and give its throttle room back; caller holds
- * sess->lock. The final tern_req_put() wakes throttled senders.
+ * its shard's lock. The final tern_req_put() wakes throttled senders.
  */
 static void tern_req_unlink_locked(struct tern_request *req)
 {
-	struct tern_session *sess = req->sess;
-
-	lockdep_assert_held(&sess->lock);
-	if (hlist_unhashed(&req->hash)) {
-		/* not in flight */
-	} else if (req->reserved) {
-		sess->reserved_inflight--;
-	} else {
-		sess->inflight--;
-		sess->inflight_bytes -= req->data_len;
-	}
+	lockdep_assert_held(&tern_req_shard(req)->lock);
+	if (!hlist_unhashed(&req->hash))
+		tern_throttle_give(req->sess, req);
 	hash_del(&req->hash);
 	list_del_init(&req->backlog);
 	/*
-	 * Most frames left their queue long ago. Only a holder of
-	 * sess->lock queues a request, so one seen off its queue here stays
+	 * Most frames left their queue long ago. Only a holder of the
+	 * shard's lock queues a request, so one seen off its queue here stays
 	 * off: no need for the lane's lock. tern_lane_tx_next() takes its
 	 * transmit reference before it takes the frame off the queue; the
 	 * read barrier pairs with its write barrier, so the caller's put
@@ -359,20 +379,29 @@ static void tern_req_fail_list(struct list_head *list, int status,
 	}
 }
 
-/* Move every pending request to @out; caller holds sess->lock. */
-static void tern_session_collect_locked(struct tern_session *sess,
-					struct list_head *out)
+/*
+ * Move every pending request whose reply is not coming in to @out. After
+ * a move to FAILED or DEAD, which tern_send() checks under the shard's
+ * lock: no request comes after the sweep.
+ */
+static void tern_session_collect(struct tern_session *sess,
+				 struct list_head *out)
 {
 	struct tern_request *req;
+	struct tern_req_shard *sh;
 	struct hlist_node *tmp;
-	unsigned int bkt;
+	unsigned int i, bkt;
 
-	lockdep_assert_held(&sess->lock);
-	hash_for_each_safe(sess->pending, bkt, tmp, req, hash) {
-		if (req->rx_lane)
-			continue;	/* the receiving lane completes it */
-		tern_req_unlink_locked(req);
-		list_add_tail(&req->backlog, out);
+	for (i = 0; i < sess->nr_shards; i++) {
+		sh = &sess->shards[i];
+		spin_lock_bh(&sh->lock);
+		hash_for_each_safe(sh->pending, bkt, tmp, req, hash) {
+			if (req->rx_lane)
+				continue;	/* the receiving lane completes it */
+			tern_req_unlink_locked(req);
+			list_add_tail(&req->backlog, out);
+		}
+		spin_unlock_bh(&sh->lock);
 	}
 }
 
@@ -390,37 +419,55 @@ void tern_request_init(struct tern_request *req)
 }
 EXPORT_SYMBOL_GPL(tern_request_init);
 
-/*
- * May @req go now? Caller holds sess->lock. Return: 0, -EAGAIN (the
- * in-flight limits are reached) or -ENOTCONN. Reserved requests have
- * their own count and carry no data.
- */
-static int tern_throttle_check_locked(struct tern_session *sess,
-				      const struct tern_request *req)
+/* The session takes no more requests: they would wait for ever. */
+static bool tern_session_closed(struct tern_session *sess)
 {
-	lockdep_assert_held(&sess->lock);
-	if (sess->state == TERN_SESS_FAILED || sess->state == TERN_SESS_DEAD)
-		return -ENOTCONN;
-	if (req->reserved)
-		return sess->reserved_inflight < TERN_RESERVED_REQS ?
-		       0 : -EAGAIN;
-	if (sess->inflight >= sess->info.queue_depth ||
-	    (sess->inflight && sess->inflight_bytes + req->data_len >
-			       sess->opts.max_inflight_bytes))
-		return -EAGAIN;
-	return 0;
+	enum tern_session_state state = READ_ONCE(sess->state);
+
+	return state == TERN_SESS_FAILED || state == TERN_SESS_DEAD;
 }
 
-/* Wait condition of a throttled tern_send(): no more reason to wait. */
+/*
+ * Take room for @req in the session's in-flight limits, without a lock:
+ * the queue depth (or TERN_RESERVED_REQS for reserved requests, which
+ * carry no data) and the bytes in flight, which one request alone may
+ * exceed. Return: 0, or -EAGAIN when the limits are reached.
+ */
+static int tern_throttle_take(struct tern_session *sess,
+			      const struct tern_request *req)
+{
+	u64 bytes;
+
+	if (req->reserved)
+		return atomic_add_unless(&sess->reserved_inflight, 1,
+					 TERN_RESERVED_REQS) ? 0 : -EAGAIN;
+	if (!atomic_add_unless(&sess->inflight, 1, sess->info.queue_depth))
+		return -EAGAIN;
+	bytes = atomic64_add_return(req->data_len, &sess->inflight_bytes);
+	if (bytes <= sess->opts.max_inflight_bytes || bytes == req->data_len)
+		return 0;
+	tern_throttle_give(sess, req);
+	/* a sender that saw our share may be asleep now */
+	if (wq_has_sleeper(&sess->wait))
+		wake_up_all(&sess->wait);
+	return -EAGAIN;
+}
+
+/* Wait condition of a throttled tern_send(): room, or no more hope. */
 static bool tern_throttle_open(struct tern_session *sess,
 			       const struct tern_request *req)
 {
-	int err;
+	unsigned int n;
 
-	spin_lock_bh(&sess->lock);
-	err = tern_throttle_check_locked(sess, req);
-	spin_unlock_bh(&sess->lock);
-	return err != -EAGAIN;
+	if (tern_session_closed(sess))
+		return true;
+	if (req->reserved)
+		return atomic_read(&sess->reserved_inflight) <
+		       TERN_RESERVED_REQS;
+	n = atomic_read(&sess->inflight);
+	return n < sess->info.queue_depth &&
+	       (!n || atomic64_read(&sess->inflight_bytes) + req->data_len <=
+		      sess->opts.max_inflight_bytes);
 }
 
 static int tern_request_check(struct tern_session *sess,
@@ -474,6 +521,7 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 {
 	struct tern_wire_hdr *hdr = &req->frame.hdr;
 	struct tern_core_lane *cl;
+	struct tern_req_shard *sh;
 	u16 wflags = 0;
 	u32 crc;
 	int err;
@@ -491,6 +539,9 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 
 	refcount_set(&req->ref, 1);
 	req->sess = sess;
+	/* the shard before the tid: tern_cancel() finds it from here on */
+	req->tid = req->lane_hint % sess->nr_shards;
+	sh = tern_req_shard(req);
 	req->status = 0;
 	req->reply_status = 0;
 	req->reply_front_len = 0;
@@ -527,31 +578,31 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	}
 	hdr->flags = cpu_to_le16(wflags);
 
-	/* one critical section: throttle, tid, pending table, lane queue */
-	spin_lock_bh(&sess->lock);
-	while ((err = tern_throttle_check_locked(sess, req)) == -EAGAIN &&
-	       !(flags & TERN_SEND_NOWAIT)) {
-		spin_unlock_bh(&sess->lock);
+	for (;;) {
+		if (tern_session_closed(sess))
+			return -ENOTCONN;
+		err = tern_throttle_take(sess, req);
+		if (err != -EAGAIN)
+			break;
+		if (flags & TERN_SEND_NOWAIT)
+			return err;
 		if (wait_event_killable(sess->wait,
 					tern_throttle_open(sess, req)))
 			return -EINTR;
-		spin_lock_bh(&sess->lock);
 	}
-	if (err) {
-		spin_unlock_bh(&sess->lock);
-		return err;
+
+	/* one critical section: state, tid, pending table, lane queue */
+	spin_lock_bh(&sh->lock);
+	if (tern_session_closed(sess)) {
+		spin_unlock_bh(&sh->lock);
+		tern_throttle_give(sess, req);
+		return -ENOTCONN;
 	}
-	if (req->reserved) {
-		sess->reserved_inflight++;
-	} else {
-		sess->inflight++;
-		sess->inflight_bytes += req->data_len;
-	}
-	req->tid = ++sess->next_tid;
+	req->tid |= ++sh->last_seq << TERN_TID_SHARD_BITS;
 	hdr->tid = cpu_to_le64(req->tid);
-	hash_add(sess->pending, &req->hash, req->tid);
-	cl = tern_req_queue_locked(sess, req, true);
-	spin_unlock_bh(&sess->lock);
+	hash_add(sh->pending, &req->hash, req->tid);
+	cl = tern_req_queue_locked(req, true);
+	spin_unlock_bh(&sh->lock);
 	this_cpu_inc(sess->counts->requests);
 	if (cl) {
 		tern_lane_push(cl, !(flags & TERN_SEND_NOWAIT) ||
@@ -581,12 +632,14 @@ int tern_cancel(struct tern_request *req)
 {
 	struct tern_session *sess = req->sess;
 	struct tern_core_lane *reset = NULL;
+	struct tern_req_shard *sh;
 
 	if (!sess)
 		return -ENOENT;	/* never sent */
-	spin_lock_bh(&sess->lock);
+	sh = tern_req_shard(req);
+	spin_lock_bh(&sh->lock);
 	if (hlist_unhashed(&req->hash)) {
-		spin_unlock_bh(&sess->lock);
+		spin_unlock_bh(&sh->lock);
 		return -ENOENT;
 	}
 	if (req->rx_lane) {
@@ -597,7 +650,7 @@ int tern_cancel(struct tern_request *req)
 		 */
 		reset = to_core_lane(req->rx_lane);
 		kref_get(&reset->ref);
-		spin_unlock_bh(&sess->lock);
+		spin_unlock_bh(&sh->lock);
 		atomic64_inc(&sess->cancel_resets);
 		tern_lane_kill(reset, -ETIMEDOUT);
 		tern_lane_put(reset);
@@ -608,7 +661,7 @@ int tern_cancel(struct tern_request *req)
 		kref_get(&reset->ref);
 	}
 	tern_req_unlink_locked(req);
-	spin_unlock_bh(&sess->lock);
+	spin_unlock_bh(&sh->lock);
 	req->status = -ECANCELED;
 	/* off the lane's queue now: a reference beyond ours is the lane's */
 	if (reset) {
@@ -623,13 +676,13 @@ int tern_cancel(struct tern_request *req)
 }
 EXPORT_SYMBOL_GPL(tern_cancel);
 
-static struct tern_request *tern_pending_find_locked(struct tern_session *sess,
+static struct tern_request *tern_pending_find_locked(struct tern_req_shard *sh,
 						     u64 tid)
 {
 	struct tern_request *req;
 
-	lockdep_assert_held(&sess->lock);
-	hash_for_each_possible(sess->pending, req, hash, tid)
+	lockdep_assert_held(&sh->lock);
+	hash_for_each_possible(sh->pending, req, hash, tid)
 		if (req->tid == tid)
 			return req;
 	return NULL;
@@ -671,12 +724,13 @@ static int tern_reply_mismatch(struct tern_core_lane *cl,
 			       struct tern_request *req, const char *what)
 {
 	struct tern_session *sess = cl->sess;
+	struct tern_req_shard *sh = tern_req_shard(req);
 
 	tern_lane_proto_err(cl, "reply to tid %llu: %s", req->tid, what);
-	spin_lock_bh(&sess->lock);
+	spin_lock_bh(&sh->lock);
 	req->rx_lane = NULL;
 	tern_req_unlink_locked(req);
-	spin_unlock_bh(&sess->lock);
+	spin_unlock_bh(&sh->lock);
 	cl->pub.rx.req = NULL;
 	req->status = -EPROTO;
 	atomic64_inc(&sess->failed);
@@ -690,8 +744,11 @@ int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
 	struct tern_session *sess = cl->sess;
 	u16 flags = le16_to_cpu(rx->hdr.flags);
 	u64 tid = le64_to_cpu(rx->hdr.tid);
-	struct tern_request *req;
-	bool sent;
+	u64 seq = tid >> TERN_TID_SHARD_BITS;
+	unsigned int idx = tid & TERN_TID_SHARD_MASK;
+	struct tern_request *req = NULL;
+	struct tern_req_shard *sh;
+	bool sent = false;
 
 	if ((flags & ~(TERN_WIRE_F_DATA_CRC | TERN_WIRE_F_REMOTE)) ||
 	    ((flags & TERN_WIRE_F_REMOTE) &&
@@ -704,14 +761,17 @@ int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
 		return -EPROTO;
 	}
 
-	spin_lock_bh(&sess->lock);
-	req = tern_pending_find_locked(sess, tid);
-	if (req && !req->rx_lane)
-		req->rx_lane = &cl->pub;
-	else
-		req = NULL;
-	sent = tid && tid <= sess->next_tid;
-	spin_unlock_bh(&sess->lock);
+	if (idx < sess->nr_shards) {
+		sh = &sess->shards[idx];
+		spin_lock_bh(&sh->lock);
+		req = tern_pending_find_locked(sh, tid);
+		if (req && !req->rx_lane)
+			req->rx_lane = &cl->pub;
+		else
+			req = NULL;
+		sent = seq && seq <= sh->last_seq;
+		spin_unlock_bh(&sh->lock);
+	}
 
 	if (!sent) {
 		tern_lane_proto_err(cl, "reply to tid %llu, never sent", tid);
@@ -747,9 +807,11 @@ int tern_session_rx_reply_done(struct tern_core_lane *cl)
 	struct tern_session *sess = cl->sess;
 	struct tern_request *req = rx->req;
 	u32 data_len = rx->data_len;
+	struct tern_req_shard *sh;
 
 	if (!req)
 		return 0;
+	sh = tern_req_shard(req);
 	/* remote data was written into the buffer before the reply */
 	if (le16_to_cpu(rx->hdr.flags) & TERN_WIRE_F_REMOTE)
 		data_len = le32_to_cpu(rx->hdr.buf_len);
@@ -762,20 +824,20 @@ int tern_session_rx_reply_done(struct tern_core_lane *cl)
 			TERN_LANE_STAT(cl, crc_errors, 1);
 			pr_warn_ratelimited("%s: data crc mismatch on reply to tid %llu\n",
 					    cl->name, req->tid);
-			spin_lock_bh(&sess->lock);
+			spin_lock_bh(&sh->lock);
 			req->rx_lane = NULL;
 			/* a peer that damages every reply meets max_lane_faults */
 			req->lane_faults++;
-			spin_unlock_bh(&sess->lock);
+			spin_unlock_bh(&sh->lock);
 			rx->req = NULL;
 			return -EBADMSG;
 		}
 	}
 
-	spin_lock_bh(&sess->lock);
+	spin_lock_bh(&sh->lock);
 	req->rx_lane = NULL;
 	tern_req_unlink_locked(req);
-	spin_unlock_bh(&sess->lock);
+	spin_unlock_bh(&sh->lock);
 	rx->req = NULL;
 
 	req->reply_status = tern_wire_errno(cl, le32_to_cpu(rx->hdr.status),
@@ -807,13 +869,15 @@ void tern_session_lane_live_locked(struct tern_session *sess,
 				   struct tern_core_lane *cl)
 {
 	struct tern_request *req, *tmp;
+	struct tern_req_shard *sh;
 	LIST_HEAD(backlog);
+	unsigned int i;
 
 	lockdep_assert_held(&sess->lock);
 	tern_lane_move(cl, TERN_LANE_LIVE);
-	sess->nr_live++;
+	WRITE_ONCE(sess->nr_live, sess->nr_live + 1);
 	if (cl->slot->path)
-		cl->slot->path->nr_live++;
+		WRITE_ONCE(cl->slot->path->nr_live, cl->slot->path->nr_live + 1);
 	if (sess->state != TERN_SESS_LIVE &&
 	    tern_session_move_locked(sess, TERN_SESS_LIVE)) {
 		cancel_delayed_work(&sess->loss_work);
@@ -821,10 +885,16 @@ void tern_session_lane_live_locked(struct tern_session *sess,
 		if (sess->requester)
 			tern_session_event(sess, TERN_SESSION_UP);
 	}
-	list_splice_init(&sess->backlog, &backlog);
-	list_for_each_entry_safe(req, tmp, &backlog, backlog) {
-		list_del_init(&req->backlog);
-		tern_req_queue_locked(sess, req, false);
+	/* the sweep: a request parked before the move goes now */
+	for (i = 0; i < sess->nr_shards; i++) {
+		sh = &sess->shards[i];
+		spin_lock(&sh->lock);
+		list_splice_init(&sh->backlog, &backlog);
+		list_for_each_entry_safe(req, tmp, &backlog, backlog) {
+			list_del_init(&req->backlog);
+			tern_req_queue_locked(req, false);
+		}
+		spin_unlock(&sh->lock);
 	}
 }
 
@@ -1182,7 +1252,7 @@ static void tern_session_loss_work(struct work_struct *work)
 		return;
 	}
 	tern_session_move_locked(sess, TERN_SESS_FAILED);
-	tern_session_collect_locked(sess, &failed);
+	tern_session_collect(sess, &failed);
 	spin_unlock_bh(&sess->lock);
 
 	pr_warn_ratelimited("%s/%016llx: no live lane for %u ms, failing pending requests\n",
@@ -1194,6 +1264,49 @@ static void tern_session_loss_work(struct work_struct *work)
 }
 
 /*
+ * The sweep of a lane that went down, in one shard: its requests are
+ * moved elsewhere (those still on its queue, which never left this
+ * host) or resent; those whose frames died with @max_faults lanes go to
+ * @exhausted. @cur is the request the lane was sending, or NULL.
+ */
+static void tern_shard_lane_down(struct tern_req_shard *sh,
+				 struct tern_core_lane *cl,
+				 struct tern_request *cur,
+				 unsigned int max_faults,
+				 struct list_head *exhausted)
+{
+	struct tern_request *req;
+	unsigned int bkt;
+	struct hlist_node *tmp;
+
+	spin_lock(&sh->lock);
+	hash_for_each_safe(sh->pending, bkt, tmp, req, hash) {
+		if (req->lane != &cl->pub)
+			continue;
+		if (tern_lane_dequeue_frame(cl, &req->frame)) {
+			tern_req_set_lane_locked(req, NULL);
+			tern_req_queue_locked(req, false);
+			continue;
+		}
+		if (req == cur)
+			req->lane_faults++;
+		if (max_faults && req->lane_faults >= max_faults &&
+		    !req->rx_lane) {
+			tern_req_unlink_locked(req);
+			list_add_tail(&req->backlog, exhausted);
+			continue;
+		}
+		tern_req_set_lane_locked(req, NULL);
+		req->resends++;
+		req->frame.hdr.flags |= cpu_to_le16(TERN_WIRE_F_RESENT);
+		if (cl->slot)
+			TERN_LANE_STAT(cl, resends, 1);
+		tern_req_queue_locked(req, false);
+	}
+	spin_unlock(&sh->lock);
+}
+
+/*
  * A lane of @sess is gone (its transport has stopped). Hand its frames
  * back: requests are resent elsewhere or parked; replies and control
  * frames die with the lane (the requester resends what they answered).
@@ -1201,15 +1314,14 @@ static void tern_session_loss_work(struct work_struct *work)
 void tern_session_lane_down(struct tern_session *sess,
 			    struct tern_core_lane *cl)
 {
-	struct tern_request *req, *put_req = NULL;
+	struct tern_request *put_req = NULL;
 	struct tern_frame *f, *ftmp, *cur;
 	struct tern_lane_slot *slot = cl->slot;
-	unsigned int bkt, max_faults;
+	unsigned int i, max_faults;
 	LIST_HEAD(drop_sreqs);
-	struct hlist_node *tmp;
 	LIST_HEAD(exhausted);
 	LIST_HEAD(frames);
-	bool was_live, unlink = false;
+	bool was_live, in_slot, unlink = false;
 
 	spin_lock_bh(&sess->lock);
 	was_live = cl->state == TERN_LANE_LIVE;
@@ -1226,13 +1338,20 @@ void tern_session_lane_down(struct tern_session *sess,
 		sess->fatal_err = -ECONNRESET;
 	tern_lane_move(cl, TERN_LANE_DEAD);
 	if (was_live) {
-		sess->nr_live--;
+		WRITE_ONCE(sess->nr_live, sess->nr_live - 1);
 		if (slot && slot->path)
-			slot->path->nr_live--;
+			WRITE_ONCE(slot->path->nr_live, slot->path->nr_live - 1);
 	}
 
+	/*
+	 * Replies and control frames leave with the lane. Requests stay on
+	 * its queue for the sweep below, under their shards' locks: a
+	 * submitter that saw the lane live a moment ago may queue one more.
+	 */
 	spin_lock(&cl->tx_lock);
-	list_splice_init(&cl->pub.tx_queue, &frames);
+	list_for_each_entry_safe(f, ftmp, &cl->pub.tx_queue, entry)
+		if (f->kind != TERN_FRAME_REQUEST)
+			list_move_tail(&f->entry, &frames);
 	cur = cl->tx_cur;
 	cl->tx_cur = NULL;
 	cl->ping_queued = false;
@@ -1248,49 +1367,31 @@ void tern_session_lane_down(struct tern_session *sess,
 	}
 	list_for_each_entry_safe(f, ftmp, &frames, entry) {
 		list_del_init(&f->entry);
-		if (f->kind == TERN_FRAME_REPLY) {
+		if (f->kind == TERN_FRAME_REPLY)
 			list_add_tail(&f->entry, &drop_sreqs);
-		} else if (f->kind == TERN_FRAME_REQUEST) {
-			/* Never left this host: move it, not a resend. */
-			req = container_of(f, struct tern_request, frame);
-			tern_req_queue_locked(sess, req, false);
-		}
 	}
 
+	in_slot = cl->bound && slot && slot->lane == cl;
+	if (in_slot)
+		WRITE_ONCE(slot->lane, NULL);
 	/*
-	 * Sent, or partly sent, on this lane: resend. A request whose own
-	 * frames keep dying with their lanes (a reply the peer trickles
-	 * until it is cut off or sends with a bad data CRC, a request the
-	 * peer drops the lane for) fails once max_lane_faults lanes died in
-	 * the middle of it, instead of going round for ever; requests that
-	 * merely waited on a lane that failed are resent however often that
-	 * happens.
+	 * Queued on this lane and never sent: move. Sent, or partly sent:
+	 * resend. A request whose own frames keep dying with their lanes (a
+	 * reply the peer trickles until it is cut off or sends with a bad
+	 * data CRC, a request the peer drops the lane for) fails once
+	 * max_lane_faults lanes died in the middle of it, instead of going
+	 * round for ever; requests that merely waited on a lane that failed
+	 * are resent however often that happens.
 	 */
-	if (put_req)
-		put_req->lane_faults++;
 	max_faults = READ_ONCE(tern_max_lane_faults);
-	hash_for_each_safe(sess->pending, bkt, tmp, req, hash) {
-		if (req->lane != &cl->pub)
-			continue;
-		if (max_faults && req->lane_faults >= max_faults &&
-		    !req->rx_lane) {
-			tern_req_unlink_locked(req);
-			list_add_tail(&req->backlog, &exhausted);
-			continue;
-		}
-		tern_req_set_lane_locked(req, NULL);
-		req->resends++;
-		req->frame.hdr.flags |= cpu_to_le16(TERN_WIRE_F_RESENT);
-		if (slot)
-			TERN_LANE_STAT(cl, resends, 1);
-		tern_req_queue_locked(sess, req, false);
-	}
+	for (i = 0; i < sess->nr_shards; i++)
+		tern_shard_lane_down(&sess->shards[i], cl, put_req, max_faults,
+				     &exhausted);
 
 	if (cl->bound) {
 		cl->bound = false;
 		sess->nr_lanes--;
-		if (slot && slot->lane == cl) {
-			slot->lane = NULL;
+		if (in_slot) {
 			/*
 			 * Only a lane that was of use, one that received a
 			 * frame after its HELLO_ACK or stayed up longer than
@@ -1644,9 +1745,7 @@ void tern_session_destroy(struct tern_session *sess)
 	}
 	wait_event(sess->wait, !READ_ONCE(sess->nr_lanes));
 
-	spin_lock_bh(&sess->lock);
-	tern_session_collect_locked(sess, &failed);
-	spin_unlock_bh(&sess->lock);
+	tern_session_collect(sess, &failed);
 	tern_req_fail_list(&failed, -ESHUTDOWN, NULL);
 
 	tern_endpoint_unlink_session(sess);
@@ -1811,8 +1910,8 @@ int tern_session_get_path(struct tern_session *sess, unsigned int idx,
 	spin_lock_bh(&sess->lock);
 	info->lanes = path->lanes;
 	info->live_lanes = path->nr_live;
-	info->inflight = path->inflight;
-	info->requests = path->requests;
+	info->inflight = atomic_read(&path->inflight);
+	info->requests = atomic64_read(&path->requests);
 	for (i = idx; i < sess->nr_slots; i += sess->nr_paths) {
 		struct tern_lane_slot *slot = &sess->slots[i];
 
@@ -1971,10 +2070,10 @@ static int tern_session_stats_show(struct seq_file *m, void *v)
 	spin_lock_bh(&sess->lock);
 	state = sess->state;
 	nr_live = sess->nr_live;
-	inflight = sess->inflight;
-	reserved = sess->reserved_inflight;
-	inflight_bytes = sess->inflight_bytes;
 	spin_unlock_bh(&sess->lock);
+	inflight = atomic_read(&sess->inflight);
+	reserved = atomic_read(&sess->reserved_inflight);
+	inflight_bytes = atomic64_read(&sess->inflight_bytes);
 
 	for_each_possible_cpu(cpu) {
 		const struct tern_sess_counts *c = per_cpu_ptr(sess->counts,

@@ -5,15 +5,19 @@
  * Locking (outer to inner):
  *   tern_registry_lock (mutex)	transport list
  *   ep->lock (mutex)		endpoint session, listener and lane lists
- *   sess->lock (spinlock)	session state, lane slots, pending table,
- *				backlog, throttle counters, server requests
+ *   sess->lock (spinlock)	session state, lane slots, paths, server
+ *				requests
+ *   shard->lock (spinlock)	a requester's requests of one shard: their
+ *				pending table, backlog, lanes
  *   lane->tx_lock (spinlock)	a lane's transmit queue and current frame
  *
- * The hot path takes sess->lock three times per request (to queue it, to
- * find it when its reply's header arrives, to unlink it once the reply is
- * in) and lane->tx_lock once per frame; nothing global. Process context
- * only: transports call in from their per-lane workers. A function named
- * *_locked asserts the lock it needs (lockdep_assert_held()).
+ * The hot path takes the lock of its request's shard three times per
+ * request (to queue it, to find it when its reply's header arrives, to
+ * unlink it once the reply is in) and lane->tx_lock once per frame; the
+ * in-flight limits are atomic counters. Nothing of the session is locked
+ * per request: submitters on different lanes use different shards. Process
+ * context only: transports call in from their per-lane workers. A function
+ * named *_locked asserts the lock it needs (lockdep_assert_held()).
  */
 #ifndef _TERN_CORE_H
 #define _TERN_CORE_H
@@ -152,7 +156,8 @@ struct tern_sess_counts {
 /*
  * A requester's way to its peer: a transport and an address, with its
  * own lanes, the slots whose index modulo the session's path count is
- * @idx. Counters under sess->lock.
+ * @idx. Lane counts under sess->lock; request counts are atomic, as
+ * requests of every shard move on and off the path.
  */
 struct tern_path {
 	const struct tern_transport_ops	*tops;
@@ -160,9 +165,35 @@ struct tern_path {
 	unsigned int			idx;
 	unsigned int			lanes;		/* once negotiated */
 	unsigned int			nr_live;	/* live lanes */
-	unsigned int			inflight;	/* requests on its lanes */
-	u64				requests;	/* sent on it, resends too */
+	atomic_t			inflight;	/* requests on its lanes */
+	atomic64_t			requests;	/* sent on it, resends too */
 };
+
+/*
+ * A requester's requests in flight, sharded by the lane the submitter
+ * asks for (tern_request.lane_hint), so that submitters on different lanes
+ * share no lock. A request stays in its shard for life, however often it
+ * is resent on other lanes: its tid names the shard in its low bits. The
+ * lock covers the pending table, the backlog (requests waiting for a live
+ * lane) and each of its requests' lane, path, rx_lane and lane_faults.
+ *
+ * What the hot path reads of the session under a shard's lock (session
+ * and lane states, the lane slots) changes under sess->lock, and every
+ * such change that matters to requests is followed by a sweep that takes
+ * each shard's lock in turn (tern_session_sweep()): a submitter either
+ * finished before the sweep reached its shard, and the sweep finds its
+ * request, or starts after it, and sees the change.
+ */
+#define TERN_TID_SHARD_BITS	6
+#define TERN_TID_SHARD_MASK	(BIT(TERN_TID_SHARD_BITS) - 1)
+#define TERN_SHARD_PENDING_BITS	6
+
+struct tern_req_shard {
+	spinlock_t		lock;		/* see above */
+	u64			last_seq;	/* of the last tid given out */
+	struct list_head	backlog;
+	DECLARE_HASHTABLE(pending, TERN_SHARD_PENDING_BITS);
+} ____cacheline_aligned_in_smp;
 
 /* A lane position in a session; survives the connections that fill it. */
 struct tern_lane_slot {
@@ -248,8 +279,6 @@ static inline struct tern_core_lane *to_core_lane(struct tern_lane *lane)
 	return container_of(lane, struct tern_core_lane, pub);
 }
 
-#define TERN_PENDING_BITS	8
-
 struct tern_session {
 	struct kref			ref;
 	struct tern_endpoint		*ep;
@@ -285,12 +314,12 @@ struct tern_session {
 	unsigned int			nr_lanes;	/* bound lanes */
 	unsigned int			nr_live;
 
-	DECLARE_HASHTABLE(pending, TERN_PENDING_BITS);
-	struct list_head		backlog;
-	u64				next_tid;
-	unsigned int			inflight;
-	unsigned int			reserved_inflight;
-	u64				inflight_bytes;
+	/* requester only: nr_slots of them, and the in-flight limits */
+	struct tern_req_shard		*shards;
+	unsigned int			nr_shards;
+	atomic_t			inflight ____cacheline_aligned_in_smp;
+	atomic_t			reserved_inflight;
+	atomic64_t			inflight_bytes;
 	wait_queue_head_t		wait;
 	struct delayed_work		loss_work;
 	unsigned long			down_since;	/* jiffies: RECONNECTING */
@@ -310,6 +339,15 @@ struct tern_session {
 	unsigned long			events;		/* pending event bits */
 	struct work_struct		free_work;
 };
+
+/* A tid names its shard: every lane slot may be one. */
+static_assert(BIT(TERN_TID_SHARD_BITS) >= TERN_WIRE_MAX_LANES);
+
+static inline struct tern_req_shard *
+tern_req_shard(const struct tern_request *req)
+{
+	return &req->sess->shards[req->tid & TERN_TID_SHARD_MASK];
+}
 
 struct tern_endpoint {
 	char				name[32];
@@ -464,6 +502,8 @@ struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
 void tern_lane_put(struct tern_core_lane *cl);
 void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
 			   bool kick);
+bool tern_lane_queue_live(struct tern_core_lane *cl, struct tern_frame *f,
+			  bool kick);
 void tern_lane_push(struct tern_core_lane *cl, bool can_sleep);
 bool tern_lane_dequeue_frame(struct tern_core_lane *cl, struct tern_frame *f);
 void tern_lane_kill(struct tern_core_lane *cl, int err);

@@ -11,7 +11,7 @@
 #     max_front, features not offered, session id, cookie, lane index
 #  3  OPEN answered with status -5000, +1, INT_MIN
 #  4  OPEN and INFO answered with absurd geometry
-#  5  replies to tid 0 and to tids not yet sent, duplicate replies
+#  5  replies to tid 0, to tids not yet sent or of no shard, duplicates
 #  6  READ replies with too little or too much data, a front, a front
 #     above max_front
 #  7  READ data trickled a byte every 200-500 ms; the OPEN reply a byte
@@ -64,7 +64,7 @@ C4=(capacity-0 capacity-huge capacity-unaligned lbs-npow2 lbs-big
     discard-gran max-transfer-small max-segments-0 flags-unknown reserved
     short-front)
 C4I=(capacity-0 capacity-huge short-front)
-C5=(tid-zero tid-future tid-dup)
+C5=(tid-zero tid-future tid-shard tid-dup)
 C6=(read-short read-long read-front front-big)
 C12=(ack-status=7 ack-lanes=2 ack-session ack-status=-5000
      ack-status=-2147483648)
@@ -382,6 +382,8 @@ run_case() {
 			io_case tid-zero proto_errors 20
 		check "5: a reply to a tid not yet sent first: the lane resets, proto_errors move, the READ fails or is right" \
 			io_case tid-future proto_errors 20
+		check "5: a reply to a tid of a shard the session lacks first: the lane resets, proto_errors move, the READ fails or is right" \
+			io_case tid-shard proto_errors 20
 		check "5: a duplicate reply with junk data: discarded, the READ is right" \
 			io_case tid-dup - 20
 		;;

@@ -3481,6 +3481,7 @@ enum ht_case {
 	HT_INFO_GEOM,		/* =WHAT: INFO answered with bad geometry */
 	HT_TID_ZERO,		/* a READ reply to tid 0 first */
 	HT_TID_FUTURE,		/* a READ reply to a tid not yet sent first */
+	HT_TID_SHARD,		/* ... to a tid of a shard the session lacks */
 	HT_TID_DUP,		/* the READ reply, then again with junk */
 	HT_READ_SHORT,		/* half the READ data */
 	HT_READ_LONG,		/* 4 KiB more READ data than the buffer */
@@ -3507,7 +3508,7 @@ static const char *const ht_case_names[HT_CASE_COUNT] = {
 	"ack-status", "ack-lanes", "ack-qdepth", "ack-max-data",
 	"ack-max-front", "ack-features", "ack-session", "ack-cookie",
 	"ack-lane-idx", "open-status", "geom", "info-geom", "tid-zero",
-	"tid-future", "tid-dup", "read-short", "read-long", "read-front",
+	"tid-future", "tid-shard", "tid-dup", "read-short", "read-long", "read-front",
 	"front-big", "trickle-read", "trickle-open", "watch-storm",
 	"bad-crc-read", "bad-crc-open", "slowloris", "half-ack",
 	"accept-close", "noauth", "badproof", "goodauth", "check",
@@ -4006,10 +4007,29 @@ static int ht_data_reply(struct ht_conn *c, u64 tid, u64 sector, u32 len,
 	return ht_send(c, front_len);
 }
 
+/*
+ * The tid a junk reply names instead of @tid. Tids are opaque on the wire;
+ * tern's requester keeps the shard of a request in a tid's low 6 bits
+ * (Documentation/design.rst), so "not yet sent" stays in @tid's shard and
+ * "no such shard" names shard 63, which a session of fewer lanes lacks.
+ */
+static u64 ht_junk_tid(u64 tid)
+{
+	switch (ht.kase) {
+	case HT_TID_FUTURE:
+		return tid + (1000 << 6);
+	case HT_TID_SHARD:
+		return tid | 63;
+	default:
+		return 0;
+	}
+}
+
 static int ht_read(struct ht_conn *c, u64 tid, const struct tern_blk_req *r)
 {
 	u64 sector = le64toh(r->offset);
 	u32 len = le32toh(r->length);
+	u64 junk;
 
 	if (len != le32toh(c->hdr.buf_len) || !len || len > HT_MAX_TRANSFER)
 		return ht_status_reply(c, tid, -EINVAL);
@@ -4019,12 +4039,11 @@ static int ht_read(struct ht_conn *c, u64 tid, const struct tern_blk_req *r)
 	switch (ht.kase) {
 	case HT_TID_ZERO:
 	case HT_TID_FUTURE:
+	case HT_TID_SHARD:
+		junk = ht_junk_tid(tid);
 		ht_log(c, "READ tid %llu: a junk reply to tid %llu first",
-		       (unsigned long long)tid,
-		       ht.kase == HT_TID_ZERO ? 0ULL :
-		       (unsigned long long)tid + 1000);
-		if (ht_data_reply(c, ht.kase == HT_TID_ZERO ? 0 : tid + 1000,
-				  sector, len, 0, true))
+		       (unsigned long long)tid, (unsigned long long)junk);
+		if (ht_data_reply(c, junk, sector, len, 0, true))
 			return -1;
 		return ht_data_reply(c, tid, sector, len, 0, false);
 	case HT_TID_DUP:
