@@ -1179,11 +1179,12 @@ static void tern_lane_teardown_work(struct work_struct *work)
 	if (cl->sess) {
 		tern_session_lane_down(cl->sess, cl);
 	} else {
+		/* dead first, as tern_lane_queue_live() expects */
+		tern_lane_move(cl, TERN_LANE_DEAD);
 		spin_lock_bh(&cl->tx_lock);
 		INIT_LIST_HEAD(&cl->pub.tx_queue);
 		cl->tx_cur = NULL;
 		spin_unlock_bh(&cl->tx_lock);
-		tern_lane_move(cl, TERN_LANE_DEAD);
 	}
 	tern_endpoint_lane_gone(cl->ep, cl);
 	tern_lane_put(cl);	/* the creator's reference */

@@ -979,18 +979,20 @@ static void tern_srv_req_send(struct tern_srv_req *sreq)
 	struct tern_core_lane *cl = to_core_lane(sreq->lane);
 	bool live, push = cl->pub.tops->push;
 
-	/* the frame may be sent and @sreq freed before we push */
+	/*
+	 * Once queued, the frame may be sent and @sreq freed, or the lane
+	 * torn down and the session with it: count first, hold the lane.
+	 */
+	this_cpu_inc(sess->counts->replies);
 	if (push)
 		kref_get(&cl->ref);
 	live = tern_lane_queue_live(cl, &sreq->frame, !push);
-	if (live) {
-		this_cpu_inc(sess->counts->replies);
-		if (push)	/* tern_reply(): any context */
-			tern_lane_push(cl, false);
-	}
+	if (live && push)	/* tern_reply(): any context */
+		tern_lane_push(cl, false);
 	if (push)
 		tern_lane_put(cl);
 	if (!live) {
+		this_cpu_dec(sess->counts->replies);
 		atomic64_inc(&sess->replies_dropped);
 		tern_srv_req_finish(sreq);	/* the requester resends */
 	}

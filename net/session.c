@@ -2,11 +2,12 @@
 /*
  * tern messenger core: sessions and the requester side.
  *
- * A session owns its lane slots, the table of pending requests (by tid),
- * a backlog of requests waiting for a live lane and the in-flight
- * throttle. Requests are at-least-once: a request without a reply when its
- * lane dies is resent, flagged TERN_WIRE_F_RESENT, on another live lane or
- * on the first lane that comes back. If no lane is live for the loss
+ * A session owns its lane slots, its requests in flight (in shards, each
+ * with a table of pending requests by tid and a backlog of requests
+ * waiting for a live lane) and the in-flight throttle. Requests are
+ * at-least-once: a request without a reply when its lane dies is resent,
+ * flagged TERN_WIRE_F_RESENT, on another live lane or on the first lane
+ * that comes back. If no lane is live for the loss
  * timeout, every pending request fails with -ETIMEDOUT.
  *
  * Locking: sess->lock (spinlock, bh) protects state, slots and paths.
@@ -197,6 +198,13 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 	return sess;
 }
 
+/* The next pick starts after @p; unchanged, the shared line stays clean. */
+static void tern_path_rr_set(struct tern_session *sess, struct tern_path *p)
+{
+	if (READ_ONCE(sess->path_rr) != p->idx + 1)
+		WRITE_ONCE(sess->path_rr, p->idx + 1);
+}
+
 /*
  * The path the session's I/O policy picks among the live ones, or NULL.
  * Called under a shard's lock, or sess->lock (the top of tern_core.h).
@@ -211,7 +219,7 @@ static struct tern_path *tern_pick_path(struct tern_session *sess)
 		for (i = 0; i < n; i++) {
 			p = &sess->paths[(rr + i) % n];
 			if (READ_ONCE(p->nr_live)) {
-				WRITE_ONCE(sess->path_rr, p->idx + 1);
+				tern_path_rr_set(sess, p);
 				return p;
 			}
 		}
@@ -226,7 +234,7 @@ static struct tern_path *tern_pick_path(struct tern_session *sess)
 				best = p;
 		}
 		if (best)
-			WRITE_ONCE(sess->path_rr, best->idx + 1);
+			tern_path_rr_set(sess, best);
 		return best;
 	default:	/* failover: the first live path in order of preference */
 		for (i = 0; i < n; i++)
@@ -457,17 +465,17 @@ static int tern_throttle_take(struct tern_session *sess,
 static bool tern_throttle_open(struct tern_session *sess,
 			       const struct tern_request *req)
 {
-	unsigned int n;
+	u64 bytes;
 
 	if (tern_session_closed(sess))
 		return true;
 	if (req->reserved)
 		return atomic_read(&sess->reserved_inflight) <
 		       TERN_RESERVED_REQS;
-	n = atomic_read(&sess->inflight);
-	return n < sess->info.queue_depth &&
-	       (!n || atomic64_read(&sess->inflight_bytes) + req->data_len <=
-		      sess->opts.max_inflight_bytes);
+	if (atomic_read(&sess->inflight) >= sess->info.queue_depth)
+		return false;
+	bytes = atomic64_read(&sess->inflight_bytes);
+	return !bytes || bytes + req->data_len <= sess->opts.max_inflight_bytes;
 }
 
 static int tern_request_check(struct tern_session *sess,
@@ -598,7 +606,8 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 		tern_throttle_give(sess, req);
 		return -ENOTCONN;
 	}
-	req->tid |= ++sh->last_seq << TERN_TID_SHARD_BITS;
+	WRITE_ONCE(req->tid, ++sh->last_seq << TERN_TID_SHARD_BITS |
+			     req->tid);
 	hdr->tid = cpu_to_le64(req->tid);
 	hash_add(sh->pending, &req->hash, req->tid);
 	cl = tern_req_queue_locked(req, true);
@@ -864,13 +873,25 @@ static void tern_slot_schedule_locked(struct tern_lane_slot *slot)
 			 msecs_to_jiffies(delay));
 }
 
+/* Send what @sh parked, if a lane is live now. */
+static void tern_shard_drain_locked(struct tern_req_shard *sh)
+{
+	struct tern_request *req, *tmp;
+	LIST_HEAD(backlog);
+
+	lockdep_assert_held(&sh->lock);
+	list_splice_init(&sh->backlog, &backlog);
+	list_for_each_entry_safe(req, tmp, &backlog, backlog) {
+		list_del_init(&req->backlog);
+		tern_req_queue_locked(req, false);
+	}
+}
+
 /* The lane finished its handshake; caller holds sess->lock. */
 void tern_session_lane_live_locked(struct tern_session *sess,
 				   struct tern_core_lane *cl)
 {
-	struct tern_request *req, *tmp;
 	struct tern_req_shard *sh;
-	LIST_HEAD(backlog);
 	unsigned int i;
 
 	lockdep_assert_held(&sess->lock);
@@ -889,11 +910,7 @@ void tern_session_lane_live_locked(struct tern_session *sess,
 	for (i = 0; i < sess->nr_shards; i++) {
 		sh = &sess->shards[i];
 		spin_lock(&sh->lock);
-		list_splice_init(&sh->backlog, &backlog);
-		list_for_each_entry_safe(req, tmp, &backlog, backlog) {
-			list_del_init(&req->backlog);
-			tern_req_queue_locked(req, false);
-		}
+		tern_shard_drain_locked(sh);
 		spin_unlock(&sh->lock);
 	}
 }
@@ -1267,7 +1284,8 @@ static void tern_session_loss_work(struct work_struct *work)
  * The sweep of a lane that went down, in one shard: its requests are
  * moved elsewhere (those still on its queue, which never left this
  * host) or resent; those whose frames died with @max_faults lanes go to
- * @exhausted. @cur is the request the lane was sending, or NULL.
+ * @exhausted. @cur is the request the lane was sending, or NULL. Caller
+ * holds sess->lock.
  */
 static void tern_shard_lane_down(struct tern_req_shard *sh,
 				 struct tern_core_lane *cl,
@@ -1303,6 +1321,12 @@ static void tern_shard_lane_down(struct tern_req_shard *sh,
 			TERN_LANE_STAT(cl, resends, 1);
 		tern_req_queue_locked(req, false);
 	}
+	/*
+	 * A submitter that found the lane dead after it chose its path, on
+	 * counts from before the move, parked its request though another
+	 * path may be live: send it.
+	 */
+	tern_shard_drain_locked(sh);
 	spin_unlock(&sh->lock);
 }
 

@@ -180,13 +180,13 @@ struct tern_path {
  * What the hot path reads of the session under a shard's lock (session
  * and lane states, the lane slots) changes under sess->lock, and every
  * such change that matters to requests is followed by a sweep that takes
- * each shard's lock in turn (tern_session_sweep()): a submitter either
+ * each shard's lock in turn (a sweep): a submitter either
  * finished before the sweep reached its shard, and the sweep finds its
  * request, or starts after it, and sees the change.
  */
 #define TERN_TID_SHARD_BITS	6
 #define TERN_TID_SHARD_MASK	(BIT(TERN_TID_SHARD_BITS) - 1)
-#define TERN_SHARD_PENDING_BITS	6
+#define TERN_SHARD_PENDING_BITS	7
 
 struct tern_req_shard {
 	spinlock_t		lock;		/* see above */

@@ -91,6 +91,7 @@ static atomic_t tt_srv_requests = ATOMIC_INIT(0);
 static atomic_t tt_srv_resent = ATOMIC_INIT(0);
 static atomic_t tt_srv_bad = ATOMIC_INIT(0);
 static DEFINE_MUTEX(tt_run_lock);
+static bool tt_ran;	/* tt_run() ran once: what follows are reruns */
 
 /* responder: TT_OP_HOLD requests not answered yet */
 static DEFINE_SPINLOCK(tt_held_lock);
@@ -1057,6 +1058,141 @@ static int tt_keepalive(void)
 	return err;
 }
 
+#define TT_THR_DEPTH	6
+#define TT_THR_SIZE	4096
+#define TT_THR_BYTES	(4 * TT_THR_SIZE)
+#define TT_THR_REQS	ARRAY_SIZE(tt_throttle_steps)
+
+/* Send @r as a write of @len the responder holds, without waiting. */
+static int tt_throttle_send(struct tern_session *sess, struct tt_req *r,
+			    u32 len, u32 seed, unsigned int flags)
+{
+	int err = tt_buf_alloc(&r->buf, len, 0, GFP_KERNEL);
+
+	if (err)
+		return err;
+	tt_buf_pattern(r->buf.bvec, r->buf.nr, len, seed, 0, false);
+	tt_req_prep(r, TT_OP_WRITE, len, seed, 0);
+	r->front.op = cpu_to_le32(TT_OP_HOLD);
+	err = tern_send(sess, &r->req, flags | TERN_SEND_NOWAIT);
+	if (err)
+		tt_buf_free(&r->buf);
+	return err;
+}
+
+/* What each send of tt_throttle() should get, in order. */
+static const struct tt_throttle_step {
+	u32		len;
+	unsigned int	flags;
+	int		want;
+} tt_throttle_steps[] = {
+	{ TT_THR_SIZE, 0, 0 },
+	{ TT_THR_SIZE, 0, 0 },
+	{ TT_THR_SIZE, 0, 0 },
+	{ TT_THR_SIZE, 0, 0 },
+	{ TT_THR_SIZE, 0, -EAGAIN },		/* bytes */
+	{ 0, 0, 0 },
+	{ 0, 0, 0 },
+	{ 0, 0, -EAGAIN },			/* depth */
+	{ 0, TERN_SEND_RESERVED, 0 },
+	{ 0, TERN_SEND_RESERVED, 0 },
+	{ 0, TERN_SEND_RESERVED, -EAGAIN },	/* reserved */
+};
+
+/*
+ * The session's in-flight limits hold exactly, lock-free as they are and
+ * whichever lanes (and so request shards) the submitters name. On 4
+ * lanes with queue depth TT_THR_DEPTH and TT_THR_BYTES in flight, writes
+ * the responder holds: 4 of 4 KiB go and a fifth is refused (-EAGAIN,
+ * bytes) while the depth has room; writes without data fill the depth
+ * and one more is refused (-EAGAIN, depth); TERN_RESERVED_REQS reserved
+ * requests go beyond it and one more is refused. Answered, every one
+ * completes once with its data checked; then a write larger than the
+ * byte limit goes, as nothing else is in flight.
+ */
+static int tt_throttle(const char *uri)
+{
+	struct tern_session_opts o = {
+		.nr_lanes = 4,
+		.queue_depth = TT_THR_DEPTH,
+		.max_inflight_bytes = TT_THR_BYTES,
+	};
+	unsigned int i, n = 0, seed = 2;
+	struct tern_session *sess;
+	struct tt_req *rs;
+	int err = 0, got;
+
+	rs = kvcalloc(TT_THR_REQS, sizeof(*rs), GFP_KERNEL);
+	if (!rs)
+		return -ENOMEM;
+	sess = tern_connect(tt_cli, uri, &o);
+	if (IS_ERR(sess)) {
+		kvfree(rs);
+		return PTR_ERR(sess);
+	}
+	/* even seeds: the responder's own pages, so no core data budget */
+	for (i = 0; i < ARRAY_SIZE(tt_throttle_steps); i++) {
+		const struct tt_throttle_step *st = &tt_throttle_steps[i];
+
+		seed += 2;
+		got = tt_throttle_send(sess, &rs[n], st->len, seed, st->flags);
+		if (!got)
+			n++;
+		if (got != st->want) {
+			pr_err("throttle: step %u: %d, expected %d\n", i, got,
+			       st->want);
+			err = -EIO;
+			break;
+		}
+	}
+
+	/* every held request has arrived: then answer them all */
+	for (i = 0; i < 100 && READ_ONCE(tt_nr_held) < n; i++)
+		msleep(20);
+	if (tt_hold_answer())
+		err = err ?: -EIO;
+	for (i = 0; i < n; i++) {
+		int werr = tt_req_wait(&rs[i], tt_wait_jiffies(), "throttle");
+
+		if (!err && (werr || rs[i].req.status ||
+			     rs[i].req.reply_status ||
+			     atomic_read(&rs[i].dones) != 1)) {
+			pr_err("throttle: request %u: wait %d status %d/%d dones %d\n",
+			       i, werr, rs[i].req.status,
+			       rs[i].req.reply_status,
+			       atomic_read(&rs[i].dones));
+			err = -EIO;
+		}
+		tt_buf_free(&rs[i].buf);
+	}
+
+	if (!err) {
+		struct tt_req *r = &rs[0];
+
+		memset(r, 0, sizeof(*r));
+		err = tt_buf_alloc(&r->buf, 2 * TT_THR_BYTES, 0, GFP_KERNEL);
+		if (!err) {
+			tt_buf_pattern(r->buf.bvec, r->buf.nr, 2 * TT_THR_BYTES,
+				       seed, 0, false);
+			tt_req_prep(r, TT_OP_WRITE, 2 * TT_THR_BYTES, seed, 0);
+			err = tern_send(sess, &r->req, TERN_SEND_NOWAIT);
+			if (err)
+				pr_err("throttle: a lone write above the byte limit: %d\n",
+				       err);
+			else
+				err = tt_req_wait(r, tt_wait_jiffies(),
+						  "throttle") ?:
+				      tt_req_check(r, "throttle");
+			tt_buf_free(&r->buf);
+		}
+	}
+	tern_session_destroy(sess);
+	kvfree(rs);
+	pr_info("throttle: limits of depth, bytes and reserved requests %s\n",
+		err ? "FAILED" : "ok");
+	return err;
+}
+
 /* requester: the writes of the last "hold" (tt_run_lock) */
 static struct {
 	struct tern_session	*sess;
@@ -1240,6 +1376,9 @@ static int tt_run(void)
 		err = tt_session(uri, 2, true, 16);
 	if (!err)
 		err = tt_session(uri, 3, false, 128);
+	/* exact counts: not while lanes fail on purpose (the reruns) */
+	if (!err && !tt_ran)
+		err = tt_throttle(uri);
 	if (!err)
 		err = tt_reconnect();
 	if (!err)
@@ -1253,6 +1392,7 @@ out:
 	pr_info("responder: %d requests, %d flagged as resent\n",
 		atomic_read(&tt_srv_requests), atomic_read(&tt_srv_resent));
 	pr_info("RESULT: %s\n", err ? "FAIL" : "PASS");
+	tt_ran = true;
 	mutex_unlock(&tt_run_lock);
 	return err ? -EIO : 0;
 }
