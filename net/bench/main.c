@@ -120,6 +120,14 @@ static int tb_run_validate(const struct tern_bench_run *p)
 	if (p->count > TERN_BENCH_MAX_COUNT)
 		return tb_bad("run: count %llu above %llu", p->count,
 			      TERN_BENCH_MAX_COUNT);
+	if (p->inline_write > TERN_WIRE_MAX_DATA ||
+	    p->inline_read > TERN_WIRE_MAX_DATA)
+		return tb_bad("run: inline_write %u or inline_read %u above %u",
+			      p->inline_write, p->inline_read,
+			      TERN_WIRE_MAX_DATA);
+	if ((p->inline_write && !(p->flags & TERN_BENCH_RUN_INLINE_WRITE)) ||
+	    (p->inline_read && !(p->flags & TERN_BENCH_RUN_INLINE_READ)))
+		return tb_bad("run: inline limit without its flag");
 	pages = p->msg_size ? DIV_ROUND_UP(p->data_offset + p->msg_size,
 					   PAGE_SIZE) : 0;
 	/* Data pages plus about 512 bytes of slot per request in flight. */

@@ -399,6 +399,14 @@ static u64 tb_cpu_busy_ns(unsigned int *nr_cpus)
 	return sum;
 }
 
+/* A run's inline limit as the session takes it: 0 is its default. */
+static u32 tb_inline_max(const struct tern_bench_run *p, u32 flag, u32 v)
+{
+	if (!(p->flags & flag))
+		return 0;
+	return v ?: TERN_INLINE_NONE;
+}
+
 static int tb_cs_setup(struct tb_run *run, struct tb_csess *cs)
 {
 	const struct tern_bench_run *p = run->p;
@@ -409,6 +417,10 @@ static int tb_cs_setup(struct tb_run *run, struct tb_csess *cs)
 					    SZ_64M),
 		.max_data	    = max_t(u32, p->msg_size, SZ_4K),
 		.data_crc	    = p->flags & TERN_BENCH_RUN_CRC,
+		.inline_to_max	    = tb_inline_max(p, TERN_BENCH_RUN_INLINE_WRITE,
+						    p->inline_write),
+		.inline_from_max    = tb_inline_max(p, TERN_BENCH_RUN_INLINE_READ,
+						    p->inline_read),
 	};
 	struct tern_session_info info;
 	struct tern_session *sess;

@@ -27,7 +27,8 @@
 
 static const char *const bench_help[] = {
 	"",
-	"URI is tcp://HOST[:PORT] (IPv6 in brackets: tcp://[::1]:7500).",
+	"URI is tcp://HOST[:PORT] or rdma://HOST[:PORT] (IPv6 in brackets:",
+	"tcp://[::1]:7500).",
 	"",
 	"run options:",
 	"  --sessions N    sessions, 1..64 (default 1)",
@@ -41,6 +42,13 @@ static const char *const bench_help[] = {
 	"  --offset N      data starts N bytes into its first page, 0..4095",
 	"  --time SEC      run for SEC seconds (default 10)",
 	"  --count M       send M requests in all instead",
+	"  --inline-write N  RDMA: data to the server of at most N bytes travels",
+	"                  in the request, larger the server reads; 0..16m,",
+	"                  0: always read (default: tern_rdma.inline_max)",
+	"  --inline-read N   RDMA: data from the server of at most N bytes",
+	"                  travels in the reply, larger the server writes;",
+	"                  0..16m, 0: always written (default:",
+	"                  tern_rdma.inline_read_max)",
 	"  --json          print one JSON object",
 };
 
@@ -204,6 +212,8 @@ enum {
 	OPT_OFFSET,
 	OPT_TIME,
 	OPT_COUNT,
+	OPT_INLINE_WRITE,
+	OPT_INLINE_READ,
 	OPT_JSON,
 };
 
@@ -219,6 +229,8 @@ static const struct option run_opts[] = {
 	{ "offset",	required_argument, NULL, OPT_OFFSET },
 	{ "time",	required_argument, NULL, OPT_TIME },
 	{ "count",	required_argument, NULL, OPT_COUNT },
+	{ "inline-write", required_argument, NULL, OPT_INLINE_WRITE },
+	{ "inline-read", required_argument, NULL, OPT_INLINE_READ },
 	{ "json",	no_argument,	   NULL, OPT_JSON },
 	{ NULL, 0, NULL, 0 },
 };
@@ -316,6 +328,21 @@ static int run_parse(int argc, char **argv, struct tern_bench_run *p,
 			have_count = true;
 			p->count = v;
 			break;
+		case OPT_INLINE_WRITE:
+		case OPT_INLINE_READ:
+			if (parse_size(optarg, TERN_WIRE_MAX_DATA, &v))
+				return bad_value(c == OPT_INLINE_READ ?
+						 "inline-read" : "inline-write",
+						 optarg,
+						 "0..16m, suffix k or m");
+			if (c == OPT_INLINE_READ) {
+				p->flags |= TERN_BENCH_RUN_INLINE_READ;
+				p->inline_read = v;
+			} else {
+				p->flags |= TERN_BENCH_RUN_INLINE_WRITE;
+				p->inline_write = v;
+			}
+			break;
 		case OPT_JSON:
 			*json = true;
 			break;
@@ -369,6 +396,10 @@ static void run_print_json(const struct tern_bench_run *p, double mbs,
 	json_u64(&j, "offset", p->data_offset);
 	json_u64(&j, "duration_ms", p->duration_ms);
 	json_u64(&j, "count", p->count);
+	if (p->flags & TERN_BENCH_RUN_INLINE_WRITE)
+		json_u64(&j, "inline_write", p->inline_write);
+	if (p->flags & TERN_BENCH_RUN_INLINE_READ)
+		json_u64(&j, "inline_read", p->inline_read);
 	json_u64(&j, "messages", r->messages);
 	json_u64(&j, "bytes", r->bytes);
 	json_u64(&j, "elapsed_ns", r->elapsed_ns);

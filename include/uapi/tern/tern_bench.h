@@ -44,7 +44,11 @@ enum tern_bench_dir {
 /* struct tern_bench_run.flags */
 #define TERN_BENCH_RUN_CRC	(1U << 0)	/* negotiate data crc32c */
 #define TERN_BENCH_RUN_VERIFY	(1U << 1)	/* pattern-check every byte */
-#define TERN_BENCH_RUN_ALL	(TERN_BENCH_RUN_CRC | TERN_BENCH_RUN_VERIFY)
+#define TERN_BENCH_RUN_INLINE_WRITE (1U << 2)	/* inline_write is given */
+#define TERN_BENCH_RUN_INLINE_READ (1U << 3)	/* inline_read is given */
+#define TERN_BENCH_RUN_ALL	(TERN_BENCH_RUN_CRC | TERN_BENCH_RUN_VERIFY | \
+				 TERN_BENCH_RUN_INLINE_WRITE | \
+				 TERN_BENCH_RUN_INLINE_READ)
 
 /**
  * struct tern_bench_serve - SERVE and STOP_SERVE argument
@@ -124,6 +128,12 @@ struct tern_bench_result {
  * @duration_ms: run for this long (1..TERN_BENCH_MAX_DURATION_MS), or 0
  * @count: send this many requests in all (1..TERN_BENCH_MAX_COUNT), or
  *	0; exactly one of @duration_ms and @count is non-zero
+ * @inline_write: with TERN_BENCH_RUN_INLINE_WRITE, on lanes with remote
+ *	data access (RDMA): request data up to this many bytes rides in the
+ *	request, larger data the responder reads; 0: none rides inline;
+ *	0..TERN_WIRE_MAX_DATA. Without the flag: the transport's default
+ * @inline_read: the same for reply data (TERN_BENCH_RUN_INLINE_READ),
+ *	which the responder writes above it
  * @reserved: must be 0
  * @result: output; must be 0 on input
  */
@@ -140,7 +150,9 @@ struct tern_bench_run {
 	__u32	duration_ms;
 	__u32	pad0;
 	__u64	count;
-	__u64	reserved[6];
+	__u32	inline_write;
+	__u32	inline_read;
+	__u64	reserved[5];
 	struct tern_bench_result result;
 };
 

@@ -203,9 +203,10 @@ def serve(u, size=168, flags=0, res=0):
     return struct.pack("<II128s4Q", size, flags, u, res, 0, 0, 0)
 
 def run(u=uri, sessions=1, lanes=1, depth=4, d=1, msg=4096, off=0,
-        dur=0, count=10, size=448, flags=0, res=0):
-    b = struct.pack("<II128s8IQ6Q", size, flags, u, sessions, lanes, depth,
-                    d, msg, off, dur, 0, count, res, 0, 0, 0, 0, 0)
+        dur=0, count=10, size=448, flags=0, res=0, iw=0, ir=0):
+    b = struct.pack("<II128s8IQ2I5Q", size, flags, u, sessions, lanes,
+                    depth, d, msg, off, dur, 0, count, iw, ir, 0, 0, 0, 0,
+                    res)
     return b + b"\0" * (448 - len(b))
 
 fd = os.open(dev, os.O_RDWR)
@@ -231,7 +232,12 @@ cases = [
     ("run: duration too long", RUN, run(dur=3600 * 1000 + 1, count=0)),
     ("run: bad uri", RUN, run(u=b"tcp://[::1")),
     ("run: uri not NUL-terminated", RUN, run(u=b"x" * 128)),
-    ("run: unknown flags", RUN, run(flags=4)),
+    ("run: unknown flags", RUN, run(flags=16)),
+    ("run: inline_write above 16 MiB", RUN,
+     run(flags=4, iw=(16 << 20) + 1)),
+    ("run: inline_read above 16 MiB", RUN, run(flags=8, ir=(16 << 20) + 1)),
+    ("run: inline_write without its flag", RUN, run(iw=4096)),
+    ("run: inline_read without its flag", RUN, run(flags=4, ir=4096)),
     ("run: bad size", RUN, run(size=447)),
     ("run: reserved", RUN, run(res=1)),
     ("run: too much memory", RUN, run(sessions=64, depth=4096, msg=1 << 20)),
@@ -262,6 +268,10 @@ PY
 	# The CLI refuses too, with exit 2, before reaching the kernel.
 	bench run "$URI4" --depth 0 --count 1 2>/dev/null; [ $? = 2 ] || return 1
 	bench run "$URI4" --size 17m --count 1 2>/dev/null; [ $? = 2 ] || return 1
+	bench run "$URI4" --inline-write 17m --count 1 2>/dev/null
+	[ $? = 2 ] || return 1
+	bench run "$URI4" --inline-read x --count 1 2>/dev/null
+	[ $? = 2 ] || return 1
 	bench serve "tcp://1.2.3" 2>/dev/null; [ $? = 1 ] || return 1
 	[ "$(stat_of listeners)" = "$listeners0" ] || return 1
 	[ "$(stat_of sessions)" = "$sessions0" ] || return 1

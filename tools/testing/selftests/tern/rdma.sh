@@ -609,6 +609,47 @@ zc_inline_refs() {
 	return $bad
 }
 
+# zc_inline_run OPTIONS...: 200 verified 4k requests both ways with bench
+# run OPTIONS; prints the echo service's RDMA READs and WRITEs since
+# zc_snap, which the caller takes (this runs in a subshell)
+zc_inline_run() {
+	local out rc
+	out=$(mktemp)
+	"$TERNADM" bench run "$URI" --json --count 200 --size 4k --dir both \
+		--depth 8 --verify "$@" > "$out" 2>&1
+	rc=$?
+	if [ "$rc" != 0 ] || ! zc_clean "$out" >&2 ||
+		{ [ $# -gt 0 ] && { [ "$(json_field inline_write "$out")" != 0 ] ||
+			[ "$(json_field inline_read "$out")" != 0 ]; }; }; then
+		echo "run $* exit $rc" >&2
+		rm -f "$out"
+		return 1
+	fi
+	rm -f "$out"
+	echo "$(zc_delta rdma_reads) $(zc_delta rdma_writes)"
+}
+
+# bench run --inline-write/--inline-read choose, per session, what the
+# echo service moves by RDMA: 200 4k requests both ways (100 each way)
+# ride inline with the defaults (4096), none by RDMA READ or WRITE; with
+# both limits 0 each moves by one (100 READs, 100 WRITEs); the JSON
+# shows the limits given. Everything verifies, no lane reconnects.
+zc_bench_inline() {
+	local r bad=0
+	zc_snap
+	r=$(zc_inline_run) || bad=1
+	echo "defaults: $r (READs WRITEs)"
+	[ "$r" = "0 0" ] || bad=1
+	zc_quiet || bad=1
+	zc_snap
+	r=$(zc_inline_run --inline-write 0 --inline-read 0) || bad=1
+	echo "--inline-write 0 --inline-read 0: $r"
+	[ "${r% *}" -ge 100 ] 2>/dev/null &&
+		[ "${r#* }" -ge 100 ] 2>/dev/null || bad=1
+	zc_quiet || bad=1
+	return $bad
+}
+
 # Eight send and eight receive buffers per lane at depth 32: senders run
 # short of buffers and of credits all the time, and most SENDs go
 # unsignaled, so a stalled sender waits for the signaled SEND that reaps
@@ -626,11 +667,11 @@ zc_small_rings() {
 	return $bad
 }
 
-ktap_plan 19
+ktap_plan 20
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || ! command -v rdma >/dev/null; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no ternadm"
-	for _ in $(seq 19); do ktap_skip "no RDMA setup"; done
+	for _ in $(seq 20); do ktap_skip "no RDMA setup"; done
 	ktap_finish
 fi
 
@@ -654,6 +695,8 @@ ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by l
 	zc_small_rings
 ktap_check "inline data above inline_copy_max sent from its pages: 4k yes (4096 bytes each), 1k and inline_copy_max=65536 no, verified" \
 	zc_inline_refs
+ktap_check "bench run --inline-write 0 --inline-read 0: 4k data both ways by RDMA READ and WRITE (100 each), none with the defaults, verified, no reconnect" \
+	zc_bench_inline
 ktap_check "one RAM disk exported on a TCP port and an RDMA port" blk_setup
 ktap_check "a client over rdma and one over tcp on one export at once: fio verify, halves identical across transports and on the disk, rdma half moved by RDMA READ/WRITE, one tern_rdma PD per device" \
 	both_transports
