@@ -74,19 +74,45 @@ void tern_session_put(struct tern_session *sess)
 	kref_put(&sess->ref, tern_session_release);
 }
 
+/* The event that tells what @sess is now, or -1 for none. */
+static int tern_session_state_event(struct tern_session *sess)
+{
+	switch (READ_ONCE(sess->state)) {
+	case TERN_SESS_LIVE:
+		return TERN_SESSION_UP;
+	case TERN_SESS_RECONNECTING:
+		return TERN_SESSION_DOWN;
+	case TERN_SESS_FAILED:
+		return TERN_SESSION_FAILED;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * Pending events are bits, which keep no order: a lane lost and found
+ * again before this work runs leaves DOWN and UP. The one that tells the
+ * session's state goes last, so that a ULP keeping a state from them (as
+ * tern_blk does) ends with the right one. The state is read after the
+ * bits are taken: a later move sets its bit again and runs this again.
+ */
 static void tern_session_event_work(struct work_struct *work)
 {
 	struct tern_session *sess = container_of(work, struct tern_session,
 						 event_work);
 	const struct tern_endpoint_ops *ops = sess->ep->ops;
 	unsigned long events = xchg(&sess->events, 0);
-	unsigned int ev;
+	int ev, last = tern_session_state_event(sess);
 
 	if (!ops || !ops->session_event)
 		return;
+	if (last >= 0 && !(events & BIT(last)))
+		last = -1;
 	for (ev = TERN_SESSION_UP; ev <= TERN_SESSION_FAILED; ev++)
-		if (events & BIT(ev))
+		if ((events & BIT(ev)) && ev != last)
 			ops->session_event(sess, ev);
+	if (last >= 0)
+		ops->session_event(sess, last);
 }
 
 void tern_session_event(struct tern_session *sess,

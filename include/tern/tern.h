@@ -219,6 +219,9 @@ enum tern_session_event {
  * @session_event: optional: session state changes, process context; a
  *	responder's UP comes with the endpoint's lock held (do not call
  *	tern_endpoint_close_identity() or tern_endpoint_destroy() from it).
+ *	Changes faster than their delivery are merged, each event at most
+ *	once per delivery; the one that tells the session's state then
+ *	comes last.
  * @auth_key: responder, optional: a connector claims @identity (validated:
  *	1-63 of [A-Za-z0-9._:-]); copy its TERN_AUTH_KEY_LEN byte key to
  *	@key and return 0, or return -ENOKEY if it has none. Process

@@ -5,7 +5,8 @@
 # loading it runs its checks (sizes 0..1 MiB at offsets 0/1/513/4095 both
 # ways over IPv4 and IPv6, 1..4 lanes, CRC on and off, replies from hard
 # interrupt context, a burst above the queue depth, the exact in-flight
-# limits (depth, bytes, reserved requests), concurrent senders,
+# limits (depth, bytes, reserved requests), session events that pile up
+# ending with the state's, concurrent senders,
 # bad URIs, fast failure on a closed port, reply statuses that are no
 # errno (seen as -EREMOTEIO), loss timeout and reconnection
 # to a restarted peer, keepalive timeout and resend), and fails to load

@@ -32,6 +32,7 @@
 #include <linux/sysfs.h>
 #include <tern/compat.h>
 #include <tern/tern.h>
+#include <tern/transport.h>	/* tern_lane_error(): TT_OP_DROP */
 
 static unsigned int port = 7447;
 module_param(port, uint, 0444);
@@ -64,6 +65,7 @@ enum tt_op {
 	TT_OP_HARDIRQ,		/* answered from a hard interrupt */
 	TT_OP_STATUS,		/* answered with status (s32)len, any value */
 	TT_OP_HOLD,		/* a write held unanswered until "hold" is 0 */
+	TT_OP_DROP,		/* first copy closes the lane it came on */
 };
 
 #define TT_HOLD_MAX	256
@@ -377,6 +379,11 @@ static void tt_request(struct tern_srv_req *sreq)
 			if (tt_hold_keep(sreq))
 				return;
 			status = -ENOSPC;
+			break;
+		case TT_OP_DROP:
+			if (!sreq->resent)
+				tern_lane_error(sreq->lane, -ECONNRESET);
+			status = 0;
 			break;
 		case TT_OP_STALL:
 			/* Starve the requester's keepalive: it must resend. */
@@ -1193,6 +1200,106 @@ static int tt_throttle(const char *uri)
 	return err;
 }
 
+/* requester: the events of tt_event_order()'s endpoint, as they came */
+static DEFINE_SPINLOCK(tt_ev_lock);
+static struct {
+	unsigned int	stall_ms;	/* the next event waits this long */
+	unsigned int	nr;
+	u8		ev[64];
+} tt_ev;
+
+static void tt_ev_event(struct tern_session *sess, enum tern_session_event ev)
+{
+	unsigned int stall;
+
+	spin_lock(&tt_ev_lock);
+	if (tt_ev.nr < ARRAY_SIZE(tt_ev.ev))
+		tt_ev.ev[tt_ev.nr++] = ev;
+	stall = tt_ev.stall_ms;
+	tt_ev.stall_ms = 0;
+	spin_unlock(&tt_ev_lock);
+	if (stall)
+		msleep(stall);
+}
+
+static const struct tern_endpoint_ops tt_ev_ops = {
+	.session_event	= tt_ev_event,
+};
+
+/* The last event of tt_ev, or -1; and how many there were. */
+static int tt_ev_last(unsigned int *nr)
+{
+	int last;
+
+	spin_lock(&tt_ev_lock);
+	*nr = tt_ev.nr;
+	last = tt_ev.nr ? tt_ev.ev[tt_ev.nr - 1] : -1;
+	spin_unlock(&tt_ev_lock);
+	return last;
+}
+
+/*
+ * Session events end with the one that tells the session's state, even
+ * when they pile up: the first event after the connect's UP (a DOWN:
+ * the responder closes the lane a request came on) holds the event work
+ * for 2 s, while the lane comes back, is closed again and comes back
+ * again. The work then has DOWN and UP pending; delivered in the wrong
+ * order a ULP that keeps a state (tern_blk) would say "reconnecting" of
+ * a live session until its next event.
+ */
+static int tt_event_order(const char *uri)
+{
+	struct tern_endpoint_conf conf = {
+		.name = "msgr_test_ev",
+		.ops = &tt_ev_ops,
+	};
+	struct tern_session_opts o = {
+		.reconnect_min_ms = 10,
+		.reconnect_max_ms = 100,
+	};
+	struct tern_endpoint *ep;
+	struct tern_session *sess;
+	unsigned int i, nr;
+	int err, last = -1;
+
+	memset(&tt_ev, 0, sizeof(tt_ev));
+	ep = tern_endpoint_create(&conf);
+	if (IS_ERR(ep))
+		return PTR_ERR(ep);
+	sess = tern_connect(ep, uri, &o);
+	if (IS_ERR(sess)) {
+		tern_endpoint_destroy(ep);
+		return PTR_ERR(sess);
+	}
+	for (i = 0; i < 100 && tt_ev_last(&nr) != TERN_SESSION_UP; i++)
+		msleep(20);
+	spin_lock(&tt_ev_lock);
+	tt_ev.stall_ms = 2000;
+	spin_unlock(&tt_ev_lock);
+	err = tt_one(sess, TT_OP_DROP, 0, 0, 7, 0);
+	if (!err)
+		err = tt_one(sess, TT_OP_DROP, 0, 0, 9, 0);
+	/* the stall, then the work's second run */
+	for (i = 0; !err && i < 250; i++) {
+		msleep(20);
+		last = tt_ev_last(&nr);
+		if (i >= 125 && last == TERN_SESSION_UP)
+			break;
+	}
+	if (!err && (last != TERN_SESSION_UP || nr < 3)) {
+		pr_err("events: %u, the last %d, want %d (UP) of a live session\n",
+		       nr, last, TERN_SESSION_UP);
+		err = -EIO;
+	}
+	if (!err)
+		err = tt_one(sess, TT_OP_PING, 0, 0, 11, 0);
+	tern_session_destroy(sess);
+	tern_endpoint_destroy(ep);
+	pr_info("session events end with the state's: %u events %s\n", nr,
+		err ? "FAILED" : "ok");
+	return err;
+}
+
 /* requester: the writes of the last "hold" (tt_run_lock) */
 static struct {
 	struct tern_session	*sess;
@@ -1379,6 +1486,8 @@ static int tt_run(void)
 	/* exact counts: not while lanes fail on purpose (the reruns) */
 	if (!err && !tt_ran)
 		err = tt_throttle(uri);
+	if (!err && !tt_ran)
+		err = tt_event_order(uri);
 	if (!err)
 		err = tt_reconnect();
 	if (!err)
