@@ -508,7 +508,8 @@ fault_injection() {	# DEV
 	echo 0 > "$p"
 	echo "$(dmesg | grep -c 'injected failure') injected lane failures"
 	dmesg | grep -q 'injected failure' || rc=1
-	[ "$(cat "/sys/block/$1/tern/state")" = live ] || rc=1
+	# a lane that failed just before injection stopped reconnects now
+	wait_live "$1" || rc=1
 	return $rc
 }
 

@@ -220,6 +220,17 @@ fio_verify_live_start() {
 	return 1
 }
 
+# wait_live DEV: the device's session is live within 10 s (bound again
+# after its port came back, reconnected after a lane failure)
+wait_live() {
+	for _ in $(seq 100); do
+		[ "$(cat "/sys/block/$1/tern/state")" = live ] && return 0
+		sleep 0.1
+	done
+	echo "$1 is $(cat "/sys/block/$1/tern/state"), not live"
+	return 1
+}
+
 # fio_verify DEV BS IODEPTH SIZE [JOBS]: random writes of BS (a size or
 # a range, 4k-1m), then every block read back and its crc32c checked; a
 # mismatch ends fio with an error. JOBS jobs share SIZE, each on its own

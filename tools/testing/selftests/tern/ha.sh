@@ -60,16 +60,6 @@ port_enable() {
 	echo "$2" > "$CFG/ports/$1/enable"
 }
 
-# wait_live DEV: the device is bound again after its port came back
-wait_live() {
-	for _ in $(seq 100); do
-		[ "$(cat "/sys/block/$1/tern/state")" = live ] && return 0
-		sleep 0.1
-	done
-	echo "$1 is $(cat "/sys/block/$1/tern/state"), not live"
-	return 1
-}
-
 
 # under_loss PORT DEV: fio_verify_live on DEV, PORT stopped once the writes flow
 # (it stays down); fio must still be running then
