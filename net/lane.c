@@ -11,7 +11,7 @@
  * tx_closed. tx_cur belongs to the transport's sender while the lane runs
  * (set under the lock, cleared without it) and to teardown after
  * ->shutdown. Receive state (lane->pub.rx, rx_seq,
- * last_rx) belongs to the transport worker. Teardown runs from a core
+ * pub.last_rx) belongs to the transport worker. Teardown runs from a core
  * work item: it closes the transmit side, has the transport stop
  * synchronously, cancels the keepalive work and only then hands queued
  * frames back to the session.
@@ -78,7 +78,7 @@ struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
 	tern_ctrl_frame_init(&cl->ping_frame, TERN_WIRE_PING);
 	tern_ctrl_frame_init(&cl->pong_frame, TERN_WIRE_PONG);
 	cl->born = jiffies;
-	cl->last_rx = jiffies;
+	cl->pub.last_rx = jiffies;
 	strscpy(cl->name, "?", sizeof(cl->name));
 
 	mutex_lock(&ep->lock);
@@ -835,7 +835,7 @@ static int tern_lane_rx_header(struct tern_lane *lane)
 		return -EMSGSIZE;
 	}
 	WRITE_ONCE(cl->rx_seq, seq);
-	WRITE_ONCE(cl->last_rx, jiffies);
+	WRITE_ONCE(cl->pub.last_rx, jiffies);
 	if (tern_lane_inject(cl))
 		return -EIO;
 
@@ -871,22 +871,6 @@ static int tern_lane_rx_header(struct tern_lane *lane)
 	}
 	return -EPROTO;
 }
-
-/**
- * tern_lane_rx_progress - bytes of a frame arrived on @lane
- * @lane: the lane
- *
- * A large frame on a slow path carries no header for a while: what
- * arrives of its body keeps the keepalive timer from killing the lane.
- * A peer that trickles a reply for ever is stopped by the requester's own
- * timeouts (tern_cancel() resets the receiving lane) and by
- * tern.max_lane_faults.
- */
-void tern_lane_rx_progress(struct tern_lane *lane)
-{
-	WRITE_ONCE(to_core_lane(lane)->last_rx, jiffies);
-}
-EXPORT_SYMBOL_GPL(tern_lane_rx_progress);
 
 /* The front has been received. Return: 0 with data_iter set, or <0. */
 static int tern_lane_rx_front(struct tern_lane *lane)
@@ -1044,7 +1028,7 @@ static void tern_lane_ka_work(struct work_struct *work)
 	ka_timeout = READ_ONCE(cl->ka_timeout_ms);
 	ka_interval = READ_ONCE(cl->ka_interval_ms);
 	if (ka_timeout &&
-	    time_after(now, READ_ONCE(cl->last_rx) +
+	    time_after(now, READ_ONCE(cl->pub.last_rx) +
 		       msecs_to_jiffies(ka_timeout))) {
 		pr_warn_ratelimited("%s: keepalive timeout after %u ms\n",
 				    cl->name, ka_timeout);

@@ -243,7 +243,6 @@ struct tern_core_lane {
 	u32			rx_seq;		/* receive worker writes */
 
 	unsigned long		born;		/* jiffies */
-	unsigned long		last_rx;	/* jiffies */
 	unsigned long		last_tx_done;	/* jiffies: a frame was sent */
 	unsigned long		tx_wait_since;	/* keepalive work only */
 	unsigned int		ka_interval_ms;

@@ -85,6 +85,8 @@ struct tern_lane {
 	struct tern_lane_rx		rx;
 	/* core private: frames to send, under its tx_lock */
 	struct list_head		tx_queue;
+	/* core's: jiffies when the stream last moved (keepalive) */
+	unsigned long			last_rx;
 	/* the rest is private to the core, see net/tern_core.h */
 };
 
@@ -200,7 +202,21 @@ static inline struct iov_iter *tern_lane_rx_next(struct tern_lane *lane)
 u32 tern_lane_inline_max(struct tern_lane *lane, bool to_responder,
 			 u32 dflt);
 int tern_lane_rx_done(struct tern_lane *lane);
-void tern_lane_rx_progress(struct tern_lane *lane);
+
+/**
+ * tern_lane_rx_progress - bytes of a frame arrived on @lane
+ * @lane: the lane
+ *
+ * A large frame on a slow path carries no header for a while: what
+ * arrives of its body keeps the keepalive timer from killing the lane.
+ * A peer that trickles a reply for ever is stopped by the requester's own
+ * timeouts (tern_cancel() resets the receiving lane) and by
+ * tern.max_lane_faults. Inline: transports call it on every read.
+ */
+static inline void tern_lane_rx_progress(struct tern_lane *lane)
+{
+	WRITE_ONCE(lane->last_rx, jiffies);
+}
 
 struct tern_frame *tern_lane_tx_next(struct tern_lane *lane);
 void tern_lane_tx_done(struct tern_lane *lane, struct tern_frame *frame);
