@@ -7,8 +7,8 @@
  * waiting for a live lane) and the in-flight throttle. Requests are
  * at-least-once: a request without a reply when its lane dies is resent,
  * flagged TERN_WIRE_F_RESENT, on another live lane or on the first lane
- * that comes back. If no lane is live for the loss
- * timeout, every pending request fails with -ETIMEDOUT.
+ * that comes back. If no lane is live for the loss timeout, every pending
+ * request fails with -ETIMEDOUT.
  *
  * Locking: sess->lock (spinlock, bh) protects state, slots and paths.
  * Requests in flight are in shards (struct tern_req_shard), each with its
@@ -43,7 +43,7 @@ static void tern_session_free_work(struct work_struct *work)
 		ep->ops->session_event(sess, TERN_SESSION_GONE);
 	debugfs_remove_recursive(sess->dbg);
 	free_percpu(sess->counts);
-	kfree(sess->shards);
+	kvfree(sess->shards);
 	kfree(sess->slots);
 	kfree_sensitive(sess->auth_keys);
 	kfree(sess);
@@ -93,17 +93,20 @@ static int tern_session_state_event(struct tern_session *sess)
  * Pending events are bits, which keep no order: a lane lost and found
  * again before this work runs leaves DOWN and UP. The one that tells the
  * session's state goes last, so that a ULP keeping a state from them (as
- * tern_blk does) ends with the right one. The state is read after the
- * bits are taken: a later move sets its bit again and runs this again.
+ * tern_blk does) ends with the right one. Every move sets its bit under
+ * sess->lock with the move, and the state is read after the bits are
+ * taken: a later move sets its bit again and runs this again.
  */
 static void tern_session_event_work(struct work_struct *work)
 {
 	struct tern_session *sess = container_of(work, struct tern_session,
 						 event_work);
 	const struct tern_endpoint_ops *ops = sess->ep->ops;
-	unsigned long events = xchg(&sess->events, 0);
-	int ev, last = tern_session_state_event(sess);
+	unsigned long events;
+	int ev, last;
 
+	events = xchg(&sess->events, 0);
+	last = tern_session_state_event(sess);
 	if (!ops || !ops->session_event)
 		return;
 	if (last >= 0 && !(events & BIT(last)))
@@ -186,11 +189,11 @@ struct tern_session *tern_session_alloc(struct tern_endpoint *ep,
 	sess->slots = kcalloc(nr_slots, sizeof(*sess->slots), GFP_KERNEL);
 	sess->counts = alloc_percpu(struct tern_sess_counts);
 	if (requester)
-		sess->shards = kcalloc(nr_slots, sizeof(*sess->shards),
-				       GFP_KERNEL);
+		sess->shards = kvcalloc(nr_slots, sizeof(*sess->shards),
+					GFP_KERNEL);
 	if (!sess->slots || !sess->counts || (requester && !sess->shards)) {
 		free_percpu(sess->counts);
-		kfree(sess->shards);
+		kvfree(sess->shards);
 		kfree(sess->slots);
 		kfree(sess);
 		return NULL;
@@ -558,6 +561,7 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	struct tern_req_shard *sh;
 	u16 wflags = 0;
 	u32 crc;
+	u64 tid;
 	int err;
 
 	if (!sess->requester ||
@@ -574,7 +578,7 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 	refcount_set(&req->ref, 1);
 	req->sess = sess;
 	/* the shard before the tid: tern_cancel() finds it from here on */
-	req->tid = req->lane_hint % sess->nr_shards;
+	WRITE_ONCE(req->tid, req->lane_hint % sess->nr_shards);
 	sh = tern_req_shard(req);
 	req->status = 0;
 	req->reply_status = 0;
@@ -632,8 +636,8 @@ int tern_send(struct tern_session *sess, struct tern_request *req,
 		tern_throttle_give(sess, req);
 		return -ENOTCONN;
 	}
-	WRITE_ONCE(req->tid, ++sh->last_seq << TERN_TID_SHARD_BITS |
-			     req->tid);
+	tid = (++sh->last_seq << TERN_TID_SHARD_BITS) | req->tid;
+	WRITE_ONCE(req->tid, tid);
 	hdr->tid = cpu_to_le64(req->tid);
 	hash_add(sh->pending, &req->hash, req->tid);
 	cl = tern_req_queue_locked(req, true);
@@ -1295,6 +1299,8 @@ static void tern_session_loss_work(struct work_struct *work)
 		return;
 	}
 	tern_session_move_locked(sess, TERN_SESS_FAILED);
+	/* with the move, as every move's event: see tern_session_event_work() */
+	tern_session_event(sess, TERN_SESSION_FAILED);
 	tern_session_collect(sess, &failed);
 	spin_unlock_bh(&sess->lock);
 
@@ -1303,7 +1309,6 @@ static void tern_session_loss_work(struct work_struct *work)
 			    sess->opts.loss_timeout_ms);
 	wake_up_all(&sess->wait);
 	tern_req_fail_list(&failed, -ETIMEDOUT, &sess->failed);
-	tern_session_event(sess, TERN_SESSION_FAILED);
 }
 
 /*

@@ -180,7 +180,7 @@ struct tern_path {
  * What the hot path reads of the session under a shard's lock (session
  * and lane states, the lane slots) changes under sess->lock, and every
  * such change that matters to requests is followed by a sweep that takes
- * each shard's lock in turn (a sweep): a submitter either
+ * each shard's lock in turn: a submitter either
  * finished before the sweep reached its shard, and the sweep finds its
  * request, or starts after it, and sees the change.
  */
@@ -345,7 +345,7 @@ static_assert(BIT(TERN_TID_SHARD_BITS) >= TERN_WIRE_MAX_LANES);
 static inline struct tern_req_shard *
 tern_req_shard(const struct tern_request *req)
 {
-	return &req->sess->shards[req->tid & TERN_TID_SHARD_MASK];
+	return &req->sess->shards[READ_ONCE(req->tid) & TERN_TID_SHARD_MASK];
 }
 
 struct tern_endpoint {

@@ -44,8 +44,8 @@ enum tern_bench_dir {
 /* struct tern_bench_run.flags */
 #define TERN_BENCH_RUN_CRC	(1U << 0)	/* negotiate data crc32c */
 #define TERN_BENCH_RUN_VERIFY	(1U << 1)	/* pattern-check every byte */
-#define TERN_BENCH_RUN_INLINE_WRITE (1U << 2)	/* inline_write is given */
-#define TERN_BENCH_RUN_INLINE_READ (1U << 3)	/* inline_read is given */
+#define TERN_BENCH_RUN_INLINE_WRITE	(1U << 2)	/* inline_write given */
+#define TERN_BENCH_RUN_INLINE_READ	(1U << 3)	/* inline_read given */
 #define TERN_BENCH_RUN_ALL	(TERN_BENCH_RUN_CRC | TERN_BENCH_RUN_VERIFY | \
 				 TERN_BENCH_RUN_INLINE_WRITE | \
 				 TERN_BENCH_RUN_INLINE_READ)
@@ -117,7 +117,8 @@ struct tern_bench_result {
  * struct tern_bench_run - RUN argument (in) and result (out)
  * @size: sizeof(struct tern_bench_run)
  * @flags: TERN_BENCH_RUN_*
- * @uri: echo server, "tcp://HOST[:PORT]", NUL-terminated
+ * @uri: echo server, "tcp://HOST[:PORT]" or "rdma://HOST[:PORT]",
+ *	NUL-terminated
  * @sessions: 1..TERN_BENCH_MAX_SESSIONS
  * @lanes: lanes per session, 1..TERN_WIRE_MAX_LANES
  * @depth: requests in flight per session, 1..TERN_BENCH_MAX_DEPTH

@@ -508,7 +508,7 @@ fault_injection() {	# DEV
 	echo 0 > "$p"
 	echo "$(dmesg | grep -c 'injected failure') injected lane failures"
 	dmesg | grep -q 'injected failure' || rc=1
-	# a lane that failed just before injection stopped reconnects now
+	# a lane may have failed just before injection stopped: it comes back
 	wait_live "$1" || rc=1
 	return $rc
 }

@@ -60,7 +60,6 @@ port_enable() {
 	echo "$2" > "$CFG/ports/$1/enable"
 }
 
-
 # under_loss PORT DEV: fio_verify_live on DEV, PORT stopped once the writes flow
 # (it stays down); fio must still be running then
 under_loss() {

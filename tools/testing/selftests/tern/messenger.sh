@@ -279,7 +279,9 @@ PY
 		echo "a run endpoint was left behind"
 		return 1
 	fi
-	return 0
+	# good limits are taken (over TCP all data rides in the messages)
+	bench run "$URI4" --inline-write 0 --inline-read 4k --count 10 \
+		--json | grep -q '"inline_write":0,"inline_read":4096'
 }
 
 # A long run stopped by a signal returns quickly; while it runs the module
@@ -412,7 +414,8 @@ fi
 check "serving the same URI twice is refused" \
 	bash -c "! '$TERNADM' bench serve '$URI4' 2>&1"
 [ "$TRANSPORT" = tcp ] &&
-	check "bad ioctl input is refused and creates nothing" bad_ioctls
+	check "bad ioctl input is refused and creates nothing; good inline limits are taken" \
+		bad_ioctls
 
 # IPv4: CRC off and on, aligned and not. IPv6, the same paths with
 # another address family: two of the four, to keep the script short.

@@ -609,16 +609,17 @@ zc_inline_refs() {
 	return $bad
 }
 
-# zc_inline_run OPTIONS...: 200 verified 4k requests both ways with bench
-# run OPTIONS; prints the echo service's RDMA READs and WRITEs since
-# zc_snap, which the caller takes (this runs in a subshell)
+# zc_inline_run [--inline-write 0 --inline-read 0]: 200 verified 4k
+# requests both ways; prints the echo service's RDMA READs and WRITEs
+# since zc_snap, which the caller takes (this runs in a subshell)
 zc_inline_run() {
 	local out rc
 	out=$(mktemp)
 	"$TERNADM" bench run "$URI" --json --count 200 --size 4k --dir both \
 		--depth 8 --verify "$@" > "$out" 2>&1
 	rc=$?
-	if [ "$rc" != 0 ] || ! zc_clean "$out" >&2 ||
+	cat "$out" >&2
+	if [ "$rc" != 0 ] || ! zc_clean "$out" >/dev/null ||
 		{ [ $# -gt 0 ] && { [ "$(json_field inline_write "$out")" != 0 ] ||
 			[ "$(json_field inline_read "$out")" != 0 ]; }; }; then
 		echo "run $* exit $rc" >&2

@@ -381,6 +381,7 @@ static void tt_request(struct tern_srv_req *sreq)
 			status = -ENOSPC;
 			break;
 		case TT_OP_DROP:
+			/* a transport's call, from a ULP: a test's shortcut */
 			if (!sreq->resent)
 				tern_lane_error(sreq->lane, -ECONNRESET);
 			status = 0;
@@ -1072,7 +1073,8 @@ static int tt_keepalive(void)
 
 /* Send @r as a write of @len the responder holds, without waiting. */
 static int tt_throttle_send(struct tern_session *sess, struct tt_req *r,
-			    u32 len, u32 seed, unsigned int flags)
+			    u32 len, u32 seed, unsigned int lane,
+			    unsigned int flags)
 {
 	int err = tt_buf_alloc(&r->buf, len, 0, GFP_KERNEL);
 
@@ -1080,6 +1082,7 @@ static int tt_throttle_send(struct tern_session *sess, struct tt_req *r,
 		return err;
 	tt_buf_pattern(r->buf.bvec, r->buf.nr, len, seed, 0, false);
 	tt_req_prep(r, TT_OP_WRITE, len, seed, 0);
+	r->req.lane_hint = lane;	/* every shard in turn */
 	r->front.op = cpu_to_le32(TT_OP_HOLD);
 	err = tern_send(sess, &r->req, flags | TERN_SEND_NOWAIT);
 	if (err)
@@ -1106,6 +1109,9 @@ static const struct tt_throttle_step {
 	{ 0, TERN_SEND_RESERVED, -EAGAIN },	/* reserved */
 };
 
+/* the table's depth, and its reserved requests */
+static_assert(TT_THR_DEPTH == 6 && TERN_RESERVED_REQS == 2);
+
 /*
  * The session's in-flight limits hold exactly, lock-free as they are and
  * whichever lanes (and so request shards) the submitters name. On 4
@@ -1125,7 +1131,9 @@ static int tt_throttle(const char *uri)
 		.max_inflight_bytes = TT_THR_BYTES,
 	};
 	unsigned int i, n = 0, seed = 2;
+	struct tern_session_info info;
 	struct tern_session *sess;
+	unsigned long until;
 	struct tt_req *rs;
 	int err = 0, got;
 
@@ -1137,12 +1145,19 @@ static int tt_throttle(const char *uri)
 		kvfree(rs);
 		return PTR_ERR(sess);
 	}
+	tern_session_get_info(sess, &info);
+	if (info.queue_depth != TT_THR_DEPTH) {
+		pr_err("throttle: queue depth %u, asked for %u\n",
+		       info.queue_depth, TT_THR_DEPTH);
+		err = -EIO;
+	}
 	/* even seeds: the responder's own pages, so no core data budget */
-	for (i = 0; i < ARRAY_SIZE(tt_throttle_steps); i++) {
+	for (i = 0; !err && i < ARRAY_SIZE(tt_throttle_steps); i++) {
 		const struct tt_throttle_step *st = &tt_throttle_steps[i];
 
 		seed += 2;
-		got = tt_throttle_send(sess, &rs[n], st->len, seed, st->flags);
+		got = tt_throttle_send(sess, &rs[n], st->len, seed, i,
+				       st->flags);
 		if (!got)
 			n++;
 		if (got != st->want) {
@@ -1154,8 +1169,14 @@ static int tt_throttle(const char *uri)
 	}
 
 	/* every held request has arrived: then answer them all */
-	for (i = 0; i < 100 && READ_ONCE(tt_nr_held) < n; i++)
+	until = jiffies + tt_wait_jiffies();
+	while (READ_ONCE(tt_nr_held) < n && time_before(jiffies, until))
 		msleep(20);
+	if (READ_ONCE(tt_nr_held) < n) {
+		pr_err("throttle: %u of %u requests arrived\n",
+		       READ_ONCE(tt_nr_held), n);
+		err = err ?: -ETIMEDOUT;
+	}
 	if (tt_hold_answer())
 		err = err ?: -EIO;
 	for (i = 0; i < n; i++) {
@@ -1203,52 +1224,90 @@ static int tt_throttle(const char *uri)
 /* requester: the events of tt_event_order()'s endpoint, as they came */
 static DEFINE_SPINLOCK(tt_ev_lock);
 static struct {
-	unsigned int	stall_ms;	/* the next event waits this long */
-	unsigned int	nr;
-	u8		ev[64];
+	bool			hold;	/* the next event waits for @release */
+	struct completion	held;	/* ... and says it does */
+	struct completion	release;
+	unsigned int		nr;
+	u8			ev[64];
 } tt_ev;
 
 static void tt_ev_event(struct tern_session *sess, enum tern_session_event ev)
 {
-	unsigned int stall;
+	bool hold;
 
 	spin_lock(&tt_ev_lock);
 	if (tt_ev.nr < ARRAY_SIZE(tt_ev.ev))
 		tt_ev.ev[tt_ev.nr++] = ev;
-	stall = tt_ev.stall_ms;
-	tt_ev.stall_ms = 0;
+	hold = tt_ev.hold;
+	tt_ev.hold = false;
 	spin_unlock(&tt_ev_lock);
-	if (stall)
-		msleep(stall);
+	if (hold) {
+		complete(&tt_ev.held);
+		/* bounded: a test that failed to release does not hang */
+		wait_for_completion_timeout(&tt_ev.release, 30 * HZ);
+	}
 }
 
 static const struct tern_endpoint_ops tt_ev_ops = {
 	.session_event	= tt_ev_event,
 };
 
-/* The last event of tt_ev, or -1; and how many there were. */
-static int tt_ev_last(unsigned int *nr)
+/* The events so far, as "UP DOWN ..." in @buf. */
+static void tt_ev_show(char *buf, size_t size)
 {
-	int last;
+	static const char *const names[] = { "UP", "DOWN", "FAILED", "GONE" };
+	unsigned int i, len = 0;
 
+	buf[0] = 0;
 	spin_lock(&tt_ev_lock);
-	*nr = tt_ev.nr;
-	last = tt_ev.nr ? tt_ev.ev[tt_ev.nr - 1] : -1;
+	for (i = 0; i < tt_ev.nr && len < size; i++)
+		len += scnprintf(buf + len, size - len, "%s%s", i ? " " : "",
+				 tt_ev.ev[i] < ARRAY_SIZE(names) ?
+				 names[tt_ev.ev[i]] : "?");
 	spin_unlock(&tt_ev_lock);
-	return last;
+}
+
+/*
+ * Have the responder close the lane a request came on, and wait until the
+ * lane is back: the path's reconnect count passes @*reconnects.
+ */
+static int tt_ev_drop(struct tern_session *sess, u64 *reconnects, u32 seed)
+{
+	unsigned long until = jiffies + tt_wait_jiffies();
+	struct tern_path_info pi;
+	int err;
+
+	err = tt_one(sess, TT_OP_DROP, 0, 0, seed, 0);
+	while (!err) {
+		err = tern_session_get_path(sess, 0, &pi);
+		if (err || (pi.reconnects > *reconnects && pi.live_lanes == 1))
+			break;
+		if (time_after(jiffies, until)) {
+			pr_err("events: the lane did not come back\n");
+			return -ETIMEDOUT;
+		}
+		msleep(20);
+	}
+	if (!err)
+		*reconnects = pi.reconnects;
+	return err;
 }
 
 /*
  * Session events end with the one that tells the session's state, even
- * when they pile up: the first event after the connect's UP (a DOWN:
- * the responder closes the lane a request came on) holds the event work
- * for 2 s, while the lane comes back, is closed again and comes back
- * again. The work then has DOWN and UP pending; delivered in the wrong
- * order a ULP that keeps a state (tern_blk) would say "reconnecting" of
- * a live session until its next event.
+ * when they pile up. The first event after the connect's UP (a DOWN: the
+ * responder closes the lane a request came on) holds the event work
+ * while the lane comes back, is closed again and comes back again: the
+ * work then has DOWN and UP pending. Delivered in the wrong order, a ULP
+ * that keeps a state (tern_blk) says "reconnecting" of a live session
+ * until its next event. Exactly UP DOWN DOWN UP must come.
  */
 static int tt_event_order(const char *uri)
 {
+	static const u8 want[] = {
+		TERN_SESSION_UP, TERN_SESSION_DOWN, TERN_SESSION_DOWN,
+		TERN_SESSION_UP,
+	};
 	struct tern_endpoint_conf conf = {
 		.name = "msgr_test_ev",
 		.ops = &tt_ev_ops,
@@ -1259,10 +1318,14 @@ static int tt_event_order(const char *uri)
 	};
 	struct tern_endpoint *ep;
 	struct tern_session *sess;
-	unsigned int i, nr;
-	int err, last = -1;
+	u64 reconnects = 0;
+	unsigned int i;
+	char seen[96];
+	int err = 0;
 
 	memset(&tt_ev, 0, sizeof(tt_ev));
+	init_completion(&tt_ev.held);
+	init_completion(&tt_ev.release);
 	ep = tern_endpoint_create(&conf);
 	if (IS_ERR(ep))
 		return PTR_ERR(ep);
@@ -1271,31 +1334,39 @@ static int tt_event_order(const char *uri)
 		tern_endpoint_destroy(ep);
 		return PTR_ERR(sess);
 	}
-	for (i = 0; i < 100 && tt_ev_last(&nr) != TERN_SESSION_UP; i++)
+	for (i = 0; i < 250 && !READ_ONCE(tt_ev.nr); i++)
 		msleep(20);
 	spin_lock(&tt_ev_lock);
-	tt_ev.stall_ms = 2000;
+	if (tt_ev.nr != 1)
+		err = -EIO;
+	tt_ev.hold = true;
 	spin_unlock(&tt_ev_lock);
-	err = tt_one(sess, TT_OP_DROP, 0, 0, 7, 0);
+
+	/* its DOWN is held; the lane comes back (UP pending) */
 	if (!err)
-		err = tt_one(sess, TT_OP_DROP, 0, 0, 9, 0);
-	/* the stall, then the work's second run */
-	for (i = 0; !err && i < 250; i++) {
+		err = tt_ev_drop(sess, &reconnects, 7);
+	if (!err && !wait_for_completion_timeout(&tt_ev.held,
+						 tt_wait_jiffies()))
+		err = -ETIMEDOUT;
+	/* DOWN pending too, and back again */
+	if (!err)
+		err = tt_ev_drop(sess, &reconnects, 9);
+	complete(&tt_ev.release);
+	for (i = 0; !err && i < 250 && READ_ONCE(tt_ev.nr) < ARRAY_SIZE(want);
+	     i++)
 		msleep(20);
-		last = tt_ev_last(&nr);
-		if (i >= 125 && last == TERN_SESSION_UP)
-			break;
-	}
-	if (!err && (last != TERN_SESSION_UP || nr < 3)) {
-		pr_err("events: %u, the last %d, want %d (UP) of a live session\n",
-		       nr, last, TERN_SESSION_UP);
+	msleep(100);	/* nothing more comes */
+	tt_ev_show(seen, sizeof(seen));
+	if (!err && (tt_ev.nr != ARRAY_SIZE(want) ||
+		     memcmp(tt_ev.ev, want, sizeof(want)))) {
+		pr_err("events: %s, want UP DOWN DOWN UP\n", seen);
 		err = -EIO;
 	}
 	if (!err)
 		err = tt_one(sess, TT_OP_PING, 0, 0, 11, 0);
 	tern_session_destroy(sess);
 	tern_endpoint_destroy(ep);
-	pr_info("session events end with the state's: %u events %s\n", nr,
+	pr_info("session events end with the state's (%s) %s\n", seen,
 		err ? "FAILED" : "ok");
 	return err;
 }
