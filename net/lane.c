@@ -304,13 +304,20 @@ int tern_bvec_len_ok(const struct bio_vec *bvec, unsigned int nr, u32 len)
  * started; teardown hands them back to the session, so nothing is lost.
  * Without @kick the caller must tern_lane_push() the lane afterwards.
  */
+static void tern_lane_enqueue_locked(struct tern_core_lane *cl,
+				     struct tern_frame *f, bool kick)
+{
+	lockdep_assert_held(&cl->tx_lock);
+	list_add_tail(&f->entry, &cl->pub.tx_queue);
+	if (kick && !test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
+		cl->pub.tops->kick(&cl->pub);
+}
+
 void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
 			   bool kick)
 {
 	spin_lock_bh(&cl->tx_lock);
-	list_add_tail(&f->entry, &cl->pub.tx_queue);
-	if (kick && !test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
-		cl->pub.tops->kick(&cl->pub);
+	tern_lane_enqueue_locked(cl, f, kick);
 	spin_unlock_bh(&cl->tx_lock);
 }
 
@@ -327,11 +334,8 @@ bool tern_lane_queue_live(struct tern_core_lane *cl, struct tern_frame *f,
 
 	spin_lock_bh(&cl->tx_lock);
 	live = READ_ONCE(cl->state) == TERN_LANE_LIVE;
-	if (live) {
-		list_add_tail(&f->entry, &cl->pub.tx_queue);
-		if (kick && !test_bit(TERN_LANE_F_TX_CLOSED, &cl->flags))
-			cl->pub.tops->kick(&cl->pub);
-	}
+	if (live)
+		tern_lane_enqueue_locked(cl, f, kick);
 	spin_unlock_bh(&cl->tx_lock);
 	return live;
 }

@@ -1355,9 +1355,10 @@ static void tern_shard_lane_down(struct tern_req_shard *sh,
 	/*
 	 * A submitter that found the lane dead after it chose its path, on
 	 * counts from before the move, parked its request though another
-	 * path may be live: send it.
+	 * path may be live: send it, if one is.
 	 */
-	tern_shard_drain_locked(sh);
+	if (cl->sess->nr_live)
+		tern_shard_drain_locked(sh);
 	spin_unlock(&sh->lock);
 }
 

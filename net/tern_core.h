@@ -180,9 +180,9 @@ struct tern_path {
  * What the hot path reads of the session under a shard's lock (session
  * and lane states, the lane slots) changes under sess->lock, and every
  * such change that matters to requests is followed by a sweep that takes
- * each shard's lock in turn: a submitter either
- * finished before the sweep reached its shard, and the sweep finds its
- * request, or starts after it, and sees the change.
+ * each shard's lock in turn: a submitter either finished before the sweep
+ * reached its shard, and the sweep finds its request, or starts after it,
+ * and sees the change.
  */
 #define TERN_TID_SHARD_BITS	6
 #define TERN_TID_SHARD_MASK	(BIT(TERN_TID_SHARD_BITS) - 1)
