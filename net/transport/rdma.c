@@ -238,20 +238,29 @@ static void tern_rdma_io_steps(struct tern_rdma_lane *tl)
 	if (tl->failed)
 		return;
 	do {
-		int done = tern_rdma_ops_step(tl);
+		int done = 0;
 
-		if (done < 0) {
-			sent = done;
-			goto fail;
+		received = 0;
+		sent = 0;
+		if (tern_rdma_ops_waiting(tl)) {
+			done = tern_rdma_ops_step(tl);
+			if (done < 0) {
+				sent = done;
+				goto fail;
+			}
 		}
-		received = tern_rdma_recv_step(tl);
-		if (received < 0) {
-			sent = received;
-			goto fail;
+		if (tern_rdma_rx_waiting(tl)) {
+			received = tern_rdma_recv_step(tl);
+			if (received < 0) {
+				sent = received;
+				goto fail;
+			}
 		}
-		sent = tern_rdma_send_step(tl);
-		if (sent < 0)
-			goto fail;
+		if (tern_rdma_tx_waiting(tl)) {
+			sent = tern_rdma_send_step(tl);
+			if (sent < 0)
+				goto fail;
+		}
 		if (!sent && !received && !done)
 			return;
 	} while (--budget);
@@ -330,7 +339,7 @@ static void tern_rdma_push(struct tern_lane *lane, bool can_sleep)
 {
 	struct tern_rdma_lane *tl = lane->tpriv;
 	unsigned int sends = 0;
-	int ret;
+	int ret = 0;
 
 	if (!tern_rdma_io_live(tl))
 		return;
@@ -338,8 +347,12 @@ static void tern_rdma_push(struct tern_lane *lane, bool can_sleep)
 		return;
 	if (!tl->failed) {
 		tl->io_atomic = true;
-		while ((ret = tern_rdma_send_step(tl)) > 0)
+		while (tern_rdma_tx_waiting(tl)) {
+			ret = tern_rdma_send_step(tl);
+			if (ret <= 0)
+				break;
 			sends++;
+		}
 		tl->io_atomic = false;
 		if (sends)
 			tern_lane_count_submitter_sends(lane, sends);

@@ -335,6 +335,31 @@ int tern_rdma_pull(struct tern_lane *lane, struct tern_srv_req *sreq,
 int tern_rdma_ops_step(struct tern_rdma_lane *tl);
 int tern_rdma_reply_seen(struct tern_rdma_lane *tl);
 
+/*
+ * Would a step of the lane's I/O find work? Lockless looks, as the
+ * steps' own first ones, but inline: the I/O loop asks after every
+ * message, and a step with nothing to do would only return 0. Work that
+ * comes after a look leaves a note for the I/O's owner (tern_rdma_wake(),
+ * ->push), which runs the steps again.
+ */
+static inline bool tern_rdma_ops_waiting(struct tern_rdma_lane *tl)
+{
+	return !list_empty(&tl->op_done) || !list_empty(&tl->pull_wait);
+}
+
+static inline bool tern_rdma_rx_waiting(struct tern_rdma_lane *tl)
+{
+	return !list_empty(&tl->rx_ready) || !llist_empty(&tl->rx_done);
+}
+
+/* frames to send, a grant due, or completed SENDs' frames to give back */
+static inline bool tern_rdma_tx_waiting(struct tern_rdma_lane *tl)
+{
+	return tl->tx_frame || tern_lane_tx_pending(tl->lane) ||
+	       tl->grant_pending >= tl->grant_threshold ||
+	       READ_ONCE(tl->tx_completed) != tl->tx_released;
+}
+
 /* rdma_cm.c */
 void tern_rdma_lane_go(struct tern_rdma_lane *tl);
 void tern_rdma_lane_free(struct tern_rdma_lane *tl);

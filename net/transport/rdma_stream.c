@@ -577,6 +577,9 @@ int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	h = buf->addr;
 	while (len < tl->tx_chunk) {
 		if (!tl->tx_frame) {
+			/* its own first look, without the call */
+			if (!tern_lane_tx_pending(tl->lane))
+				break;
 			f = tern_lane_tx_next(tl->lane);
 			if (!f)
 				break;
