@@ -336,9 +336,9 @@ int tern_rdma_ops_step(struct tern_rdma_lane *tl);
 int tern_rdma_reply_seen(struct tern_rdma_lane *tl);
 
 /*
- * Would a step of the lane's I/O find work? Lockless looks, as the
- * steps' own first ones, but inline: the I/O loop asks after every
- * message, and a step with nothing to do would only return 0. Work that
+ * Would a step of the lane's I/O find work? Lockless looks at what each
+ * step works on, inline: the I/O loop asks after every message, and a
+ * step with nothing to do would only return 0. Work that
  * comes after a look leaves a note for the I/O's owner (tern_rdma_wake(),
  * ->push), which runs the steps again.
  */
