@@ -461,7 +461,8 @@ profile_one() {
 # divided by the I/Os the device completed. Counts do not depend on how
 # fast the host is, so two devices compare even where timings scatter
 # (tools/bench/profile-diff --calls). The tracer slows the guest many
-# times over: the counts are of work, never of time.
+# times over: the counts are of work, never of time. fio's disk
+# statistics thread is off: its sysfs reads come per second, not per I/O.
 calls_setup() {
 	local t=/sys/kernel/tracing
 	[ -d $t/options ] || mount -t tracefs nodev $t
@@ -489,7 +490,7 @@ calls_one() {
 	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
 		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
 		--numjobs="$jobs" --number_ios="$calls" --norandommap \
-		--randrepeat=0 --output=/dev/null > "$tmp/calls.err" 2>&1 ||
+		--randrepeat=0 --disk_util=0 --output=/dev/null > "$tmp/calls.err" 2>&1 ||
 		{ echo 0 > $t/tracing_on; log "$dev $name: fio failed"; cat "$tmp/calls.err" >&2; return 1; }
 	echo 0 > $t/tracing_on
 	read -r -a x < "$st"
@@ -502,6 +503,7 @@ calls_one() {
 			for (i = 1; i <= NF; i++)
 				if ($i ~ /^[0-9]+\.[0-9]+:$/) {
 					calls[$(i + 1)]++
+					callers[$(i + 1) " " $(i + 2)]++
 					all++
 					break
 				}
@@ -516,6 +518,13 @@ calls_one() {
 					printf "BLK-CALLS %s %s %.2f %.3f %s\n", dev,
 						wl, 100 * calls[f] / all,
 						calls[f] / ios, f
+			printf "BLK-CALLERS %s %s 100.00 %.2f (all functions)\n",
+				dev, wl, all / ios
+			for (f in callers)
+				if (callers[f] / ios >= 0.05)
+					printf "BLK-CALLERS %s %s %.2f %.3f %s\n",
+						dev, wl, 100 * callers[f] / all,
+						callers[f] / ios, f
 		}' $t/trace || { log "$dev $name: nothing traced"; return 1; }
 }
 
