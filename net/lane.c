@@ -139,9 +139,12 @@ int tern_lane_index(struct tern_lane *lane)
 }
 EXPORT_SYMBOL_GPL(tern_lane_index);
 
-/* The counter at @off of this CPU's copy: nothing shared between CPUs. */
-static void tern_pcpu_stat_add(struct tern_stats __percpu *st, size_t off,
-			       u64 val)
+/*
+ * The counter at @off of this CPU's copy: nothing shared between CPUs.
+ * One instruction, inline: the frame counters add four per I/O.
+ */
+static __always_inline void
+tern_pcpu_stat_add(struct tern_stats __percpu *st, size_t off, u64 val)
 {
 	this_cpu_add(*(s64 __percpu *)((char __percpu *)st + off), val);
 }

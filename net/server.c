@@ -43,7 +43,7 @@
 
 static void tern_srv_req_free_front(struct tern_srv_req *sreq)
 {
-	if (sreq->front_buf != sreq->front_inline)
+	if (sreq->front_buf && sreq->front_buf != sreq->front_inline)
 		kfree(sreq->front_buf);
 }
 
@@ -84,14 +84,19 @@ static void tern_srv_req_free(struct tern_srv_req *sreq)
 	unsigned int i;
 
 	atomic_dec(&sess->nr_srv_reqs);
-	for (i = 0; i < sreq->core_nr_bvec; i++)
-		tern_data_page_free(sreq->core_bvec[i].bv_page);
-	kfree(sreq->core_bvec);
+	/* I/O requests mostly hold none of these: no kfree(NULL) calls */
+	if (sreq->core_nr_bvec) {
+		for (i = 0; i < sreq->core_nr_bvec; i++)
+			tern_data_page_free(sreq->core_bvec[i].bv_page);
+		kfree(sreq->core_bvec);
+	}
 	if (sreq->core_charged)
 		tern_core_data_uncharge(sess, sreq->core_charged);
-	kfree(sreq->rdesc);
+	if (sreq->nr_rdesc)
+		kfree(sreq->rdesc);
 	tern_srv_req_free_front(sreq);
-	kfree(sreq->reply_front_buf);
+	if (sreq->frame.hdr.front_len)	/* set once reply_front_buf is */
+		kfree(sreq->reply_front_buf);
 	if (sreq->lane)
 		tern_lane_put(to_core_lane(sreq->lane));
 	tern_session_put(sess);

@@ -198,8 +198,11 @@ int tern_rdma_proto_err(struct tern_rdma_lane *tl, const char *fmt, ...)
 	return -EPROTO;
 }
 
-/* Take the lane's I/O, or leave a note for its holder. */
-static bool tern_rdma_io_enter(struct tern_rdma_lane *tl, bool full)
+/*
+ * Take the lane's I/O, or leave a note for its holder. Inline, as is
+ * its pair: both run several times per I/O.
+ */
+static __always_inline bool tern_rdma_io_enter(struct tern_rdma_lane *tl, bool full)
 {
 	if (!tern_own_enter(&tl->io_flags))
 		return false;
@@ -213,7 +216,7 @@ static bool tern_rdma_io_enter(struct tern_rdma_lane *tl, bool full)
  * Let go of the lane's I/O. Return: true when a full runner (@full)
  * holds it again because someone left a note: run again.
  */
-static bool tern_rdma_io_leave(struct tern_rdma_lane *tl, bool full)
+static __always_inline bool tern_rdma_io_leave(struct tern_rdma_lane *tl, bool full)
 {
 	if (!tern_own_leave(&tl->io_flags))
 		return false;

