@@ -188,7 +188,10 @@ struct tern_tgt_bind {
 /* pages of an I/O that needs no bio allocation: 16 KiB */
 #define TERN_TGT_INLINE_VECS	4
 
-/* One request in progress on the target. */
+/*
+ * One request in progress on the target, in its request's space
+ * (tern_srv_req_space()): no allocation of its own.
+ */
 struct tern_tgt_io {
 	struct tern_srv_req	*sreq;
 	struct tern_tgt_bind	*bind;
@@ -209,8 +212,10 @@ struct tern_tgt_io {
 	/* small I/O goes in a bio of its own, as nvmet's inline bio */
 	struct bio		inline_bio;
 	struct bio_vec		inline_bvec[TERN_TGT_INLINE_VECS];
+	/* the data pages: in data_bvec up to 16 KiB, else allocated */
 	unsigned int		nr_bvec;
-	struct bio_vec		bvec[] __counted_by(nr_bvec);
+	struct bio_vec		*bvec;
+	struct bio_vec		data_bvec[TERN_TGT_INLINE_VECS];
 };
 
 extern struct mutex tern_tgt_mutex;
@@ -288,7 +293,7 @@ void tern_tgt_geom_free(struct tern_tgt_export *exp);
 void tern_tgt_backend_close(struct tern_tgt_export *exp);
 void tern_tgt_refresh_capacity(struct tern_tgt_export *exp);
 void tern_tgt_io_submit(struct tern_tgt_io *io);
-struct tern_tgt_io *tern_tgt_io_alloc(u32 len, gfp_t gfp);
-void tern_tgt_io_free(struct tern_tgt_io *io);
+int tern_tgt_io_init(struct tern_tgt_io *io, u32 len, gfp_t gfp);
+void tern_tgt_io_put_pages(struct tern_tgt_io *io);
 
 #endif /* _TERN_TARGET_H */

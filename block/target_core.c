@@ -873,15 +873,18 @@ static void tern_tgt_uncharge(struct tern_tgt_sess *ts, u32 len)
 	atomic_long_sub(len, &tern_tgt_data_bytes);
 }
 
-/* A request's io and data pages, within the budgets; NULL: -ENOMEM. */
-static struct tern_tgt_io *tern_tgt_io_get(struct tern_tgt_sess *ts, u32 len)
+/*
+ * @sreq's io, with data pages within the budgets; once per request.
+ * Return: the io, or NULL: -ENOMEM.
+ */
+static struct tern_tgt_io *tern_tgt_io_get(struct tern_srv_req *sreq,
+					   struct tern_tgt_sess *ts, u32 len)
 {
-	struct tern_tgt_io *io;
+	struct tern_tgt_io *io = tern_srv_req_space(sreq);
 
 	if (len && !tern_tgt_charge(ts, len))
 		return NULL;
-	io = tern_tgt_io_alloc(len, GFP_NOIO);
-	if (!io) {
+	if (tern_tgt_io_init(io, len, GFP_NOIO)) {
 		if (len)
 			tern_tgt_uncharge(ts, len);
 		return NULL;
@@ -985,7 +988,8 @@ static void tern_tgt_request(struct tern_srv_req *sreq)
 		if (!err && op == TERN_BLK_OP_WRITE)
 			err = -ENOMEM;
 		if (!err) {
-			io = tern_tgt_io_get(ts, op == TERN_BLK_OP_READ ?
+			io = tern_tgt_io_get(sreq, ts,
+					     op == TERN_BLK_OP_READ ?
 					     sreq->data_len : 0);
 			if (!io)
 				err = -ENOMEM;
@@ -1034,7 +1038,7 @@ static int tern_tgt_alloc_data(struct tern_srv_req *sreq)
 		goto discard;
 	if (tern_tgt_check_io(b, r))
 		goto discard_put;
-	io = tern_tgt_io_get(ts, sreq->data_len);
+	io = tern_tgt_io_get(sreq, ts, sreq->data_len);
 	if (!io)
 		goto discard_put;
 	io->bind = b;
@@ -1063,7 +1067,7 @@ static void tern_tgt_release(struct tern_srv_req *sreq)
 		tern_tgt_uncharge(io->ts, io->charged);
 	if (io->bind)
 		tern_tgt_bind_put(io->bind);
-	tern_tgt_io_free(io);
+	tern_tgt_io_put_pages(io);
 }
 
 /* The per session state: before the first request, after the last. */
@@ -1185,7 +1189,9 @@ struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port)
 		.require_encrypt = port->require_encrypt,
 		.require_integrity = port->require_integrity,
 		.group		= tern_tgt_group,
+		.req_space	= sizeof(struct tern_tgt_io),
 	};
 
+	BUILD_BUG_ON(sizeof(struct tern_tgt_io) > TERN_MAX_REQ_SPACE);
 	return tern_endpoint_create(&conf);
 }

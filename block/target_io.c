@@ -29,38 +29,43 @@ module_param(inject_stall_ms, uint, 0644);
 MODULE_PARM_DESC(inject_stall_ms,
 		 "Hold every I/O request this many ms before it reaches the backend (0 = off; testing only)");
 
-struct tern_tgt_io *tern_tgt_io_alloc(u32 len, gfp_t gfp)
+/* Set up @io, zeroed with its request, with pages for @len bytes. */
+int tern_tgt_io_init(struct tern_tgt_io *io, u32 len, gfp_t gfp)
 {
 	unsigned int i, n = DIV_ROUND_UP(len, PAGE_SIZE);
-	struct tern_tgt_io *io;
 
-	io = kzalloc(struct_size(io, bvec, n), gfp);
-	if (!io)
-		return NULL;
-	io->nr_bvec = n;
+	INIT_LIST_HEAD(&io->bind_entry);
+	io->bvec = io->data_bvec;
+	if (n > ARRAY_SIZE(io->data_bvec)) {
+		io->bvec = kcalloc(n, sizeof(*io->bvec), gfp);
+		if (!io->bvec)
+			return -ENOMEM;
+	}
 	for (i = 0; i < n; i++) {
 		struct page *page = tern_data_page_alloc(gfp);
 		u32 blen = min_t(u32, len, PAGE_SIZE);
 
 		if (!page) {
-			io->nr_bvec = i;
-			tern_tgt_io_free(io);
-			return NULL;
+			tern_tgt_io_put_pages(io);
+			return -ENOMEM;
 		}
 		bvec_set_page(&io->bvec[i], page, blen, 0);
+		io->nr_bvec = i + 1;
 		len -= blen;
 	}
-	INIT_LIST_HEAD(&io->bind_entry);
-	return io;
+	return 0;
 }
 
-void tern_tgt_io_free(struct tern_tgt_io *io)
+void tern_tgt_io_put_pages(struct tern_tgt_io *io)
 {
 	unsigned int i;
 
 	for (i = 0; i < io->nr_bvec; i++)
 		tern_data_page_free(io->bvec[i].bv_page);
-	kfree(io);
+	io->nr_bvec = 0;
+	if (io->bvec != io->data_bvec)
+		kfree(io->bvec);
+	io->bvec = NULL;
 }
 
 /* Publish the geometry of the instance being enabled; exp->lock held. */

@@ -175,7 +175,8 @@ struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf
 	    conf->max_lanes > TERN_WIRE_MAX_LANES ||
 	    conf->max_queue_depth > TERN_WIRE_MAX_QDEPTH ||
 	    conf->max_data > TERN_WIRE_MAX_DATA ||
-	    (conf->max_data && conf->max_data < TERN_MIN_MAX_DATA))
+	    (conf->max_data && conf->max_data < TERN_MIN_MAX_DATA) ||
+	    conf->req_space > TERN_MAX_REQ_SPACE)
 		return ERR_PTR(-EINVAL);
 
 	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
@@ -204,6 +205,7 @@ struct tern_endpoint *tern_endpoint_create(const struct tern_endpoint_conf *conf
 	ep->require_auth = conf->require_auth;
 	ep->require_encrypt = conf->require_encrypt;
 	ep->require_integrity = conf->require_integrity;
+	ep->req_space = conf->req_space;
 	ep->group = conf->group;
 	ep->peer_seed = get_random_u32();
 	hash_init(ep->peers);

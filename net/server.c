@@ -41,6 +41,13 @@
 #define TERN_SREQ_REPLIED	1
 #define TERN_SREQ_NO_ROOM	2	/* over the core data budget: -ENOMEM */
 
+/* A request with its ULP's space behind it: see tern_srv_req_space(). */
+static size_t tern_srv_req_size(const struct tern_endpoint *ep)
+{
+	return ALIGN(sizeof(struct tern_srv_req), ARCH_KMALLOC_MINALIGN) +
+	       ep->req_space;
+}
+
 static void tern_srv_req_free_front(struct tern_srv_req *sreq)
 {
 	if (sreq->front_buf && sreq->front_buf != sreq->front_inline)
@@ -714,8 +721,8 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 		return -EPROTO;
 	}
 
-	/* a block request's front fits in the request: one allocation */
-	sreq = kzalloc(sizeof(*sreq), GFP_NOIO);
+	/* a block request's front, and the ULP's state: one allocation */
+	sreq = kzalloc(tern_srv_req_size(cl->ep), GFP_NOIO);
 	if (sreq && rx->front_len > sizeof(sreq->front_inline)) {
 		sreq->front_buf = kmalloc(rx->front_len, GFP_NOIO);
 		if (!sreq->front_buf) {

@@ -380,6 +380,7 @@ struct tern_endpoint {
 	bool				require_auth;
 	bool				require_encrypt;
 	bool				require_integrity;
+	u32				req_space;	/* conf's */
 	atomic64_t			tx_stalls;
 	/* request data the core allocated for the ULP, and refusals of it */
 	atomic64_t			core_data_bytes;

@@ -182,7 +182,20 @@ struct tern_srv_req {
 	u32			pushed_len;
 	unsigned long		state;
 	struct work_struct	work;
+	/* then &tern_endpoint_conf.req_space bytes: tern_srv_req_space() */
 };
+
+/**
+ * tern_srv_req_space - the ULP's space of a responder request
+ * @req: a request of an endpoint with &tern_endpoint_conf.req_space
+ *
+ * Return: req_space zeroed bytes, aligned as kmalloc() aligns, that live
+ * as long as @req: until &tern_endpoint_ops.release has returned.
+ */
+static inline void *tern_srv_req_space(struct tern_srv_req *req)
+{
+	return PTR_ALIGN((void *)(req + 1), ARCH_KMALLOC_MINALIGN);
+}
 
 /*
  * Requester sessions see UP, DOWN and FAILED from a work item (coalesced
@@ -263,6 +276,10 @@ struct tern_endpoint_ops {
  * @group: responder: endpoints with the same non-NULL group share their
  *	sessions, so that a requester's paths (tern_session_opts.paths)
  *	may arrive at any of them; see &tern_endpoint_ops.lane_join
+ * @req_space: responder: bytes of zeroed ULP space the core allocates
+ *	with each request, at tern_srv_req_space(), so that the ULP's own
+ *	per-request state costs no allocation of its own, as blk-mq's
+ *	cmd_size [0, at most TERN_MAX_REQ_SPACE]
  *
  * The caps apply during negotiation; 0 selects the default in brackets.
  */
@@ -278,7 +295,10 @@ struct tern_endpoint_conf {
 	bool				require_encrypt;
 	bool				require_integrity;
 	const void			*group;
+	u32				req_space;
 };
+
+#define TERN_MAX_REQ_SPACE	2048
 
 /* Paths of a session: the first tern_connect()'s URI, the others opts.paths */
 #define TERN_MAX_PATHS		4
