@@ -185,7 +185,7 @@ struct tern_tgt_bind {
 	struct list_head	writes;		/* modifying I/O in progress */
 };
 
-/* pages of an I/O that needs no bio allocation: 16 KiB */
+/* pages of an I/O whose page vector needs no allocation: 16 KiB */
 #define TERN_TGT_INLINE_VECS	4
 
 /*
@@ -209,9 +209,8 @@ struct tern_tgt_io {
 	struct tern_tgt_io	*dup;		/* resent copies awaiting us */
 	struct work_struct	work;
 	struct delayed_work	stall_work;	/* inject_stall_ms */
-	/* small I/O goes in a bio of its own, as nvmet's inline bio */
-	struct bio		inline_bio;
-	struct bio_vec		inline_bvec[TERN_TGT_INLINE_VECS];
+	/* a block device backend's bio, on the data pages below */
+	struct bio		bio;
 	/* the data pages: in data_bvec up to 16 KiB, else allocated */
 	unsigned int		nr_bvec;
 	struct bio_vec		*bvec;

@@ -262,21 +262,22 @@ static void tern_tgt_bio_end_io(struct bio *bio)
 
 	if (err)
 		tern_tgt_count(io->exp, TERN_TGT_STAT_ERRORS);
-	if (bio == &io->inline_bio)
-		bio_uninit(bio);
-	else
-		bio_put(bio);
+	bio_uninit(bio);
 	tern_tgt_io_complete(io, err);
 }
 
-/* READ/WRITE on a block device: bios on the request's own pages. */
+/*
+ * READ/WRITE on a block device: one bio whose vector is the request's
+ * own, whatever its size, as a direct I/O on registered buffers gets:
+ * the block layer splits it to the device's limits. No bio to allocate,
+ * no page to add one by one.
+ */
 static void tern_tgt_bdev_rw(struct tern_tgt_io *io)
 {
 	struct block_device *bdev = io->exp->bdev;
+	struct bio *bio = &io->bio;
+	struct iov_iter iter;
 	blk_opf_t opf;
-	struct bio *bio;
-	unsigned int i, left = io->nr_bvec;
-	sector_t sector = io->sector;
 
 	if (io->op == TERN_BLK_OP_READ) {
 		opf = REQ_OP_READ;
@@ -290,28 +291,15 @@ static void tern_tgt_bdev_rw(struct tern_tgt_io *io)
 			tern_tgt_count(io->exp, TERN_TGT_STAT_FUA);
 	}
 
-	if (left <= TERN_TGT_INLINE_VECS) {
-		/* bio_add_page() cannot fill it: no chain follows */
-		bio = &io->inline_bio;
-		bio_init(bio, bdev, io->inline_bvec, TERN_TGT_INLINE_VECS, opf);
-	} else {
-		bio = bio_alloc(bdev, min_t(unsigned int, left, BIO_MAX_VECS),
-				opf, GFP_NOIO);
-	}
-	bio->bi_iter.bi_sector = sector;
-	for (i = 0; i < io->nr_bvec; i++) {
-		struct bio_vec *bv = &io->bvec[i];
-
-		while (bio_add_page(bio, bv->bv_page, bv->bv_len,
-				    bv->bv_offset) != bv->bv_len) {
-			sector += bio_sectors(bio);
-			bio = blk_next_bio(bio, bdev,
-					   min_t(unsigned int, left,
-						 BIO_MAX_VECS),
-					   opf, GFP_NOIO);
-			bio->bi_iter.bi_sector = sector;
-		}
-		left--;
+	iov_iter_bvec(&iter, op_is_write(opf) ? ITER_SOURCE : ITER_DEST,
+		      io->bvec, io->nr_bvec, io->len);
+	bio_init(bio, bdev, NULL, 0, opf);
+	bio->bi_iter.bi_sector = io->sector;
+	/* a bvec iterator is taken as it is: the check is for other kinds */
+	if (bio_iov_iter_get_pages(bio, &iter)) {
+		bio_uninit(bio);
+		tern_tgt_io_complete(io, -EIO);
+		return;
 	}
 	bio->bi_private = io;
 	bio->bi_end_io = tern_tgt_bio_end_io;
