@@ -722,7 +722,7 @@ int tern_server_rx_request_hdr(struct tern_core_lane *cl)
 	}
 
 	/* a block request's front, and the ULP's state: one allocation */
-	sreq = kzalloc(tern_srv_req_size(cl->ep), GFP_NOIO);
+	sreq = kzalloc(tern_srv_req_size(sess->ep), GFP_NOIO);
 	if (sreq && rx->front_len > sizeof(sreq->front_inline)) {
 		sreq->front_buf = kmalloc(rx->front_len, GFP_NOIO);
 		if (!sreq->front_buf) {

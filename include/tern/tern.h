@@ -279,7 +279,8 @@ struct tern_endpoint_ops {
  * @req_space: responder: bytes of zeroed ULP space the core allocates
  *	with each request, at tern_srv_req_space(), so that the ULP's own
  *	per-request state costs no allocation of its own, as blk-mq's
- *	cmd_size [0, at most TERN_MAX_REQ_SPACE]
+ *	cmd_size; the same for every endpoint of a @group, which share
+ *	sessions [0, at most TERN_MAX_REQ_SPACE]
  *
  * The caps apply during negotiation; 0 selects the default in brackets.
  */
