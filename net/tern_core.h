@@ -46,7 +46,6 @@ struct seq_file;
 #define TERN_DEF_RECONNECT_MAX_MS	10000
 #define TERN_DEF_LOSS_TMO_MS		60000
 #define TERN_DEF_CONNECT_TMO_MS		10000
-#define TERN_MIN_MAX_DATA		4096
 
 enum tern_frame_kind {
 	TERN_FRAME_CTRL,	/* owned by the lane */

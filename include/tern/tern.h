@@ -264,7 +264,8 @@ struct tern_endpoint_ops {
  * @priv: ULP private, see tern_endpoint_priv()
  * @max_lanes: responder cap on lanes per session [64]
  * @max_queue_depth: responder cap on queue depth [1024]
- * @max_data: responder cap on data per request [4 MiB]
+ * @max_data: responder cap on data per request, at least
+ *	TERN_MIN_MAX_DATA [4 MiB]
  * @max_session_bytes: responder: the queue depth a session is granted is
  *	lowered to at least 1 so that queue depth times the negotiated
  *	@max_data stays within this, which lets the requester's throttle
@@ -301,6 +302,9 @@ struct tern_endpoint_conf {
 
 #define TERN_MAX_REQ_SPACE	2048
 
+/* The least max_data an endpoint or a session may ask for: one page */
+#define TERN_MIN_MAX_DATA	4096
+
 /* Paths of a session: the first tern_connect()'s URI, the others opts.paths */
 #define TERN_MAX_PATHS		4
 
@@ -326,7 +330,8 @@ enum tern_iopolicy {
  * @nr_lanes: lanes (connections) [1], at most TERN_WIRE_MAX_LANES
  * @queue_depth: requests in flight per session [128]
  * @max_inflight_bytes: data bytes in flight per session [64 MiB]
- * @max_data: largest data buffer per request [1 MiB]
+ * @max_data: largest data buffer per request, at least TERN_MIN_MAX_DATA
+ *	[1 MiB]
  * @data_crc: ask for crc32c over front and data
  * @keepalive_ms: ping interval [5000]
  * @keepalive_timeout_ms: lane dead after this much silence [15000]
