@@ -233,46 +233,36 @@ static void tern_rdma_fail(struct tern_rdma_lane *tl, int err)
 	tern_lane_error(tl->lane, err);
 }
 
+/* Steps of the lane's I/O until none has work, or the budget is spent. */
 static void tern_rdma_io_steps(struct tern_rdma_lane *tl)
 {
 	unsigned int budget = READ_ONCE(tern_rdma_io_budget) ?: 1;
-	int received, sent;
+	int ops, received, sent;
 
 	if (tl->failed)
 		return;
 	do {
-		int done = 0;
-
-		received = 0;
-		sent = 0;
-		if (tern_rdma_ops_waiting(tl)) {
-			done = tern_rdma_ops_step(tl);
-			if (done < 0) {
-				sent = done;
-				goto fail;
-			}
+		ops = tern_rdma_ops_waiting(tl) ? tern_rdma_ops_step(tl) : 0;
+		if (ops < 0) {
+			tern_rdma_fail(tl, ops);
+			return;
 		}
-		if (tern_rdma_rx_waiting(tl)) {
-			received = tern_rdma_recv_step(tl);
-			if (received < 0) {
-				sent = received;
-				goto fail;
-			}
+		received = tern_rdma_rx_waiting(tl) ?
+			   tern_rdma_recv_step(tl) : 0;
+		if (received < 0) {
+			tern_rdma_fail(tl, received);
+			return;
 		}
-		if (tern_rdma_tx_waiting(tl)) {
-			sent = tern_rdma_send_step(tl);
-			if (sent < 0)
-				goto fail;
+		sent = tern_rdma_tx_waiting(tl) ? tern_rdma_send_step(tl) : 0;
+		if (sent < 0) {
+			tern_rdma_fail(tl, sent);
+			return;
 		}
-		if (!sent && !received && !done)
+		if (!ops && !received && !sent)
 			return;
 	} while (--budget);
 	/* yield, then go on */
 	tern_rdma_kick_tl(tl);
-	return;
-
-fail:
-	tern_rdma_fail(tl, sent);
 }
 
 /*
