@@ -810,11 +810,16 @@ static void tern_srv_req_discard(struct tern_lane_rx *rx,
 		iov_iter_discard(&rx->data_iter, ITER_DEST, rx->data_len);
 }
 
+/*
+ * A request is its session's: the session's endpoint (not the lane's,
+ * which a group may differ) has its ULP, space and data budget.
+ */
 int tern_server_rx_request_front(struct tern_core_lane *cl)
 {
-	const struct tern_endpoint_ops *ops = cl->ep->ops;
 	struct tern_lane_rx *rx = &cl->pub.rx;
 	struct tern_srv_req *sreq = rx->sreq;
+	struct tern_endpoint *ep = sreq->sess->ep;
+	const struct tern_endpoint_ops *ops = ep->ops;
 	int err;
 
 	if (sreq->dir != TERN_DATA_TO_RESPONDER)
@@ -839,7 +844,7 @@ int tern_server_rx_request_front(struct tern_core_lane *cl)
 	if (!sreq->rx_bvec) {
 		err = tern_srv_req_alloc_pages(sreq);
 		if (err == -ENOSPC) {
-			atomic64_inc(&cl->ep->refused_core_data);
+			atomic64_inc(&ep->refused_core_data);
 			pr_warn_ratelimited("%s: request %llu: %u data bytes would pass the core's budget (tern.max_core_data_mib_per_session %u, tern.max_core_data_mib %u), answering -ENOMEM\n",
 					    cl->name, sreq->tid, sreq->data_len,
 					    READ_ONCE(tern_max_core_data_mib_per_session),
