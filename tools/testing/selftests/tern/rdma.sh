@@ -40,6 +40,8 @@
 #    inline data, all verified;
 #  - small rings (send_depth=8 recv_depth=8) at depth 32: senders stall
 #    on buffers and credits, unsignaled SENDs are reaped, all verified;
+#    then send_depth=2 rw_ctxs=16: RDMA READs and WRITEs wait for send
+#    queue entries (sq_stalls), all verified;
 #  - in the two runs above, in the TCP+RDMA and in the mixed replies
 #    runs: no reconnect, no protocol error and, where soft-RoCE counts
 #    them, no RNR NAK (no RNR retry storm behind a passing run);
@@ -655,6 +657,9 @@ zc_bench_inline() {
 # short of buffers and of credits all the time, and most SENDs go
 # unsignaled, so a stalled sender waits for the signaled SEND that reaps
 # the ones before it. Inline and zero-copy sizes, everything verifies.
+# Then two send buffers and the least send queue (rw_ctxs=16): 32 RDMA
+# READs and WRITEs at once do not fit, the responder waits for queue
+# entries (sq_stalls) as for buffers, and everything still verifies.
 zc_small_rings() {
 	local s bad=0
 	zc_reload send_depth=8 recv_depth=8 || return 1
@@ -663,6 +668,11 @@ zc_small_rings() {
 		zc_verified "$s" --time 3 --depth 32 --lanes 2 || bad=1
 	done
 	zc_moved unsignaled_sends credit_stalls || bad=1
+	zc_quiet || bad=1
+	zc_reload send_depth=2 rw_ctxs=16 || return 1
+	zc_snap
+	zc_verified 64k --time 3 --depth 32 || bad=1
+	zc_moved sq_stalls rdma_reads rdma_writes || bad=1
 	zc_quiet || bad=1
 	zc_reload || bad=1
 	return $bad
@@ -692,7 +702,7 @@ ktap_check "zero-copy, 1 in ${ZC_EVERY:-100} requests each with a bad rkey, a ba
 	zc_inject
 ktap_check "zero-copy with 6 MRs of 4 pages per lane: several MRs per request, inline fallback when out of MRs or descriptors, verified, no reconnect or RNR" \
 	zc_few_mrs
-ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by later signaled ones, credit stalls, verified, no reconnect or RNR" \
+ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by later signaled ones, credit stalls; 2 send buffers and a 16-entry send queue: RDMA READ/WRITE wait for queue entries; verified, no reconnect or RNR" \
 	zc_small_rings
 ktap_check "inline data above inline_copy_max sent from its pages: 4k yes (4096 bytes each), 1k and inline_copy_max=65536 no, verified" \
 	zc_inline_refs
