@@ -32,6 +32,14 @@
 #                           per I/O with its calls per I/O ("BLK-CALLS ");
 #                           exact counts, unlike the sampled profile;
 #                           diagnostic, never mixed into the samples
+#   BENCH_SWITCHES [0]      1: after the measured rounds, one more run
+#                           per device and workload counting the
+#                           scheduler's context switches by the task that
+#                           left the CPU, its state (R+: preempted, R:
+#                           yielded, S, D or I: went to sleep, I for an
+#                           idle kworker) and the task that took it, per
+#                           I/O ("BLK-SWITCHES "); diagnostic, never
+#                           mixed into the samples
 #   BENCH_FAILOVER [5]      with tern-mp: times to measure a failover, a
 #                           device of two TCP paths under fio whose
 #                           first path is cut (every packet dropped);
@@ -528,6 +536,75 @@ calls_one() {
 		}' $t/trace || { log "$dev $name: nothing traced"; return 1; }
 }
 
+# Who switches, and to whom: a histogram of sched_switch over one run,
+# keyed by the task leaving the CPU, its state and the task taking it,
+# each divided by the I/Os the device completed. ctxsw/IO in the results
+# says how many; this says which hop of the I/O path they are
+# (tools/bench/profile-diff --switches). Task names lose their numbers
+# (kworker/1:1H is kworker/N:NH), so that runs compare.
+switches_one() {
+	local dev=$1 wl=$2 name rw bs qd jobs st ios spec trig
+	local -a x
+	read -r name rw bs qd jobs <<< "$wl"
+	st=/sys/block/${path[$dev]##*/}/stat
+	trig=/sys/kernel/tracing/events/sched/sched_switch/trigger
+	[ -f "$trig" ] || mount -t tracefs nodev /sys/kernel/tracing
+	spec="hist:keys=prev_comm,prev_state,next_comm:size=8192"
+	read -r -a x < "$st"
+	ios=$((x[0] + x[4]))
+	echo "$spec" > "$trig"
+	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
+		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--numjobs="$jobs" --time_based --runtime="$runtime" \
+		--norandommap --randrepeat=0 --disk_util=0 \
+		--output=/dev/null > "$tmp/switches.err" 2>&1 ||
+		{ echo "!$spec" > "$trig"; log "$dev $name: fio failed"; cat "$tmp/switches.err" >&2; return 1; }
+	cat "${trig%/trigger}/hist" > "$tmp/switches.hist"
+	echo "!$spec" > "$trig"
+	read -r -a x < "$st"
+	ios=$((x[0] + x[4] - ios))
+	awk -v dev="$dev" -v wl="$name" -v ios="$ios" '
+		function task(s) {
+			sub(/^ +/, "", s); sub(/ +$/, "", s)
+			gsub(/[0-9]+/, "N", s)
+			return s
+		}
+		/^{ *prev_comm:/ {
+			line = $0
+			sub(/^{ *prev_comm: */, "", line)
+			prev = task(substr(line, 1, index(line, ",") - 1))
+			sub(/^[^,]*, *prev_state: */, "", line)
+			state = substr(line, 1, index(line, ",") - 1) + 0
+			# sched_switch: 256 preempted, else the state bit
+			if (state == 256)
+				state = "R+"
+			else if (state == 0)
+				state = "R"
+			else if (state == 1)
+				state = "S"
+			else if (state == 2)
+				state = "D"
+			else if (state == 128)
+				state = "I"
+			sub(/^[^,]*, *next_comm: */, "", line)
+			next_task = task(substr(line, 1, index(line, "}") - 1))
+			sub(/.*hitcount: */, "", line)
+			n[prev ":" state ">" next_task] += line
+			all += line
+		}
+		END {
+			if (!ios || !all)
+				exit 1
+			printf "BLK-SWITCHES %s %s 100.00 %.3f (all switches)\n",
+				dev, wl, all / ios
+			for (k in n)
+				if (n[k] / ios >= 0.01)
+					printf "BLK-SWITCHES %s %s %.2f %.3f %s\n",
+						dev, wl, 100 * n[k] / all,
+						n[k] / ios, k
+		}' "$tmp/switches.hist" || { log "$dev $name: no switches seen"; return 1; }
+}
+
 # requests path IDX of DEV has sent (/sys/block/DEV/tern/paths)
 path_requests() {
 	local line f i=0
@@ -647,6 +724,13 @@ if [ "$profile" -gt 0 ]; then
 	for wl in "${workloads[@]}"; do
 		for d in "${devices[@]}"; do
 			profile_one "$d" "$wl" || failed=1
+		done
+	done
+fi
+if [ "${BENCH_SWITCHES:-0}" -gt 0 ]; then
+	for wl in "${workloads[@]}"; do
+		for d in "${devices[@]}"; do
+			switches_one "$d" "$wl" || failed=1
 		done
 	done
 fi
