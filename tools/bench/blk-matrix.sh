@@ -386,6 +386,26 @@ sampler() {
 	done
 }
 
+# fio_wl DEV WORKLOAD OPTION...: fio on DEV running WORKLOAD ("name rw
+# bs qd jobs"), with OPTIONs added; output where they say. Under the
+# command in the caller's fio_wrap, if it sets one (perf record).
+fio_wrap=()
+fio_wl() {
+	local dev=$1 name rw bs qd jobs
+	read -r name rw bs qd jobs <<< "$2"
+	shift 2
+	"${fio_wrap[@]}" fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
+		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--numjobs="$jobs" --norandommap --randrepeat=0 "$@"
+}
+
+# dev_ios DEV: reads and writes DEV has completed so far
+dev_ios() {
+	local -a x
+	read -r -a x < "/sys/block/${path[$1]##*/}/stat"
+	echo $((x[0] + x[4]))
+}
+
 # One fio run, printed raw on one line: which run, fio's exit status, the
 # CPU timeline and fio's JSON report. report.py makes the sample of it.
 run_one() {
@@ -394,12 +414,10 @@ run_one() {
 	rm -f "$tmp/fio.json"
 	sampler "${path[$dev]##*/}" "$dev" > "$tmp/timeline" &
 	spid=$!
-	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
-		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
-		--numjobs="$jobs" --group_reporting --time_based \
-		--runtime="$runtime" --ramp_time="$ramp" --norandommap \
-		--randrepeat=0 --lat_percentiles=1 --output-format=json \
-		--output="$tmp/fio.json" > "$tmp/fio.err" 2>&1 || rc=$?
+	fio_wl "$dev" "$wl" --group_reporting --time_based \
+		--runtime="$runtime" --ramp_time="$ramp" --lat_percentiles=1 \
+		--output-format=json --output="$tmp/fio.json" \
+		> "$tmp/fio.err" 2>&1 || rc=$?
 	kill "$spid"
 	wait "$spid" 2>/dev/null || true
 	fio=$(tr -d '\n\t' < "$tmp/fio.json" 2>/dev/null)
@@ -440,14 +458,11 @@ fi
 # the run's own IOPS, so that devices compare per unit of work
 # (tools/bench/profile-diff).
 profile_one() {
-	local dev=$1 wl=$2 name rw bs qd jobs iops
-	read -r name rw bs qd jobs <<< "$wl"
-	perf record -a -F 999 -o "$tmp/perf.data" -- \
-		fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
-		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
-		--numjobs="$jobs" --group_reporting --time_based \
-		--runtime="$runtime" --norandommap --randrepeat=0 \
-		--output-format=terse --terse-version=3 \
+	local dev=$1 wl=$2 name iops
+	local -a fio_wrap=(perf record -a -F 999 -o "$tmp/perf.data" --)
+	name=${wl%% *}
+	fio_wl "$dev" "$wl" --group_reporting --time_based \
+		--runtime="$runtime" --output-format=terse --terse-version=3 \
 		--output="$tmp/perf.fio" > "$tmp/perf.err" 2>&1 ||
 		{ log "$dev $name: perf record failed"; cat "$tmp/perf.err" >&2; return 1; }
 	# terse v3: field 8 is read IOPS, field 49 write IOPS
@@ -481,28 +496,20 @@ calls_setup() {
 }
 
 calls_one() {
-	local dev=$1 wl=$2 name rw bs qd jobs st ios lost t=/sys/kernel/tracing
-	local -a x
-	read -r name rw bs qd jobs <<< "$wl"
-	st=/sys/block/${path[$dev]##*/}/stat
+	local dev=$1 wl=$2 name ios lost t=/sys/kernel/tracing
+	name=${wl%% *}
 	# untraced first: fio's pages and the device's paths warm
-	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
-		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
-		--numjobs="$jobs" --runtime=1 --time_based --norandommap \
-		--randrepeat=0 --output=/dev/null > "$tmp/calls.err" 2>&1 ||
+	fio_wl "$dev" "$wl" --runtime=1 --time_based --output=/dev/null \
+		> "$tmp/calls.err" 2>&1 ||
 		{ log "$dev $name: fio failed"; cat "$tmp/calls.err" >&2; return 1; }
 	echo > $t/trace
-	read -r -a x < "$st"
-	ios=$((x[0] + x[4]))
+	ios=$(dev_ios "$dev")
 	echo 1 > $t/tracing_on
-	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
-		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
-		--numjobs="$jobs" --number_ios="$calls" --norandommap \
-		--randrepeat=0 --disk_util=0 --output=/dev/null > "$tmp/calls.err" 2>&1 ||
+	fio_wl "$dev" "$wl" --number_ios="$calls" --disk_util=0 \
+		--output=/dev/null > "$tmp/calls.err" 2>&1 ||
 		{ echo 0 > $t/tracing_on; log "$dev $name: fio failed"; cat "$tmp/calls.err" >&2; return 1; }
 	echo 0 > $t/tracing_on
-	read -r -a x < "$st"
-	ios=$((x[0] + x[4] - ios))
+	ios=$(($(dev_ios "$dev") - ios))
 	lost=$(cat $t/per_cpu/cpu*/stats | awk '/^overrun:/ { n += $2 } END { print n + 0 }')
 	[ "$lost" = 0 ] || { log "$dev $name: the trace lost $lost events"; return 1; }
 	awk -v dev="$dev" -v wl="$name" -v ios="$ios" '
@@ -541,28 +548,32 @@ calls_one() {
 # each divided by the I/Os the device completed. ctxsw/IO in the results
 # says how many; this says which hop of the I/O path they are
 # (tools/bench/profile-diff --switches). Task names lose their numbers
-# (kworker/1:1H is kworker/N:NH), so that runs compare.
+# (kworker/1:1H is kworker/N:NH), so that runs compare. The histogram
+# is set up once and cleared per run: turning the event on and off
+# patches kernel text, which under TCG once met a vCPU still running
+# the old bytes (an oops on a stray int3).
+switches_trigger=/sys/kernel/tracing/events/sched/sched_switch/trigger
+switches_spec="hist:keys=prev_comm,prev_state,next_comm:size=8192"
+
+switches_setup() {
+	[ -f "$switches_trigger" ] || mount -t tracefs nodev /sys/kernel/tracing
+	echo "$switches_spec" >> "$switches_trigger"
+}
+
+switches_done() {
+	echo "!$switches_spec" >> "$switches_trigger"
+}
+
 switches_one() {
-	local dev=$1 wl=$2 name rw bs qd jobs st ios spec trig
-	local -a x
-	read -r name rw bs qd jobs <<< "$wl"
-	st=/sys/block/${path[$dev]##*/}/stat
-	trig=/sys/kernel/tracing/events/sched/sched_switch/trigger
-	[ -f "$trig" ] || mount -t tracefs nodev /sys/kernel/tracing
-	spec="hist:keys=prev_comm,prev_state,next_comm:size=8192"
-	read -r -a x < "$st"
-	ios=$((x[0] + x[4]))
-	echo "$spec" > "$trig"
-	fio --name="$name" --filename="${path[$dev]}" --ioengine=libaio \
-		--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
-		--numjobs="$jobs" --time_based --runtime="$runtime" \
-		--norandommap --randrepeat=0 --disk_util=0 \
+	local dev=$1 wl=$2 name ios
+	name=${wl%% *}
+	echo "$switches_spec:clear" >> "$switches_trigger"
+	ios=$(dev_ios "$dev")
+	fio_wl "$dev" "$wl" --time_based --runtime="$runtime" --disk_util=0 \
 		--output=/dev/null > "$tmp/switches.err" 2>&1 ||
-		{ echo "!$spec" > "$trig"; log "$dev $name: fio failed"; cat "$tmp/switches.err" >&2; return 1; }
-	cat "${trig%/trigger}/hist" > "$tmp/switches.hist"
-	echo "!$spec" > "$trig"
-	read -r -a x < "$st"
-	ios=$((x[0] + x[4] - ios))
+		{ log "$dev $name: fio failed"; cat "$tmp/switches.err" >&2; return 1; }
+	cat "${switches_trigger%/trigger}/hist" > "$tmp/switches.hist"
+	ios=$(($(dev_ios "$dev") - ios))
 	awk -v dev="$dev" -v wl="$name" -v ios="$ios" '
 		function task(s) {
 			sub(/^ +/, "", s); sub(/ +$/, "", s)
@@ -728,11 +739,13 @@ if [ "$profile" -gt 0 ]; then
 	done
 fi
 if [ "${BENCH_SWITCHES:-0}" -gt 0 ]; then
+	switches_setup
 	for wl in "${workloads[@]}"; do
 		for d in "${devices[@]}"; do
 			switches_one "$d" "$wl" || failed=1
 		done
 	done
+	switches_done
 fi
 calls=${BENCH_CALLS:-0}
 if [ "$calls" -gt 0 ]; then
