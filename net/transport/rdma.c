@@ -139,6 +139,7 @@ MODULE_PARM_DESC(inject_long_reply_every,
 		 "Send a reply of remotely written data claiming more than the requester's buffer with a chance of one in N (0 = off; testing only)");
 
 struct workqueue_struct *tern_rdma_wq;
+struct workqueue_struct *tern_rdma_cq_wq;
 DEFINE_PER_CPU(struct tern_rdma_counters, tern_rdma_stats);
 
 /*
@@ -470,12 +471,20 @@ static int __init tern_rdma_init(void)
 				       0);
 	if (!tern_rdma_wq)
 		return -ENOMEM;
+	/* normal priority, on purpose: see tern_rdma_cq_comp() */
+	tern_rdma_cq_wq = alloc_workqueue("tern_rdma_cq", WQ_MEM_RECLAIM |
+					  WQ_UNBOUND | WQ_SYSFS, 0);
+	if (!tern_rdma_cq_wq) {
+		destroy_workqueue(tern_rdma_wq);
+		return -ENOMEM;
+	}
 	tern_rdma_dbg = debugfs_create_dir("tern_rdma", NULL);
 	debugfs_create_file("stats", 0400, tern_rdma_dbg, NULL,
 			    &tern_rdma_stats_fops);
 	err = tern_transport_register(&tern_rdma_ops);
 	if (err) {
 		debugfs_remove_recursive(tern_rdma_dbg);
+		destroy_workqueue(tern_rdma_cq_wq);
 		destroy_workqueue(tern_rdma_wq);
 	}
 	return err;
@@ -485,6 +494,7 @@ static void __exit tern_rdma_exit(void)
 {
 	tern_transport_unregister(&tern_rdma_ops);
 	debugfs_remove_recursive(tern_rdma_dbg);
+	destroy_workqueue(tern_rdma_cq_wq);
 	destroy_workqueue(tern_rdma_wq);
 }
 

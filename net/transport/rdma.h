@@ -54,12 +54,15 @@ extern unsigned int tern_rdma_inject_long_reply_every;
 #define TERN_RDMA_MAX_BUF	65536U
 #define TERN_RDMA_MIN_RECV	8U
 #define TERN_RDMA_PRE_BUFS	2U	/* accepted lane, before the handshake */
+#define TERN_RDMA_CQ_BATCH	16	/* completions polled at once */
+#define TERN_RDMA_CQ_BUDGET	256	/* ... per run of the CQ's work */
 #define TERN_RDMA_MAX_DEPTH	1024U
 /* a SEND: its buffer and, between pieces of it, up to 3 frames' data */
 #define TERN_RDMA_SEND_SGE	8U
 #define TERN_RDMA_SEND_REFS	3U
 
 extern struct workqueue_struct *tern_rdma_wq;
+extern struct workqueue_struct *tern_rdma_cq_wq;
 
 /* The rdma_cm context of a cm_id is either a listener or a lane. */
 enum tern_rdma_ctx_kind {
@@ -203,8 +206,10 @@ struct tern_rdma_lane {
 	struct ib_device	*dev;
 	struct tern_rdma_dev	*rdev;
 	struct ib_pd		*pd;		/* rdev's */
-	struct ib_cq		*cq;
+	struct ib_cq		*cq;		/* the lane's own */
 	unsigned int		cq_size;
+	struct work_struct	cq_work;	/* polls it, tern_rdma_cq_wq */
+	struct ib_wc		cq_wc[TERN_RDMA_CQ_BATCH];
 	bool			qp_created;
 	struct work_struct	io_work;
 

@@ -142,6 +142,111 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 }
 
 /*
+ * Each lane polls its own CQ from a work item on tern_rdma_cq_wq, which
+ * runs at normal priority and on any CPU. ib_core's CQ work items
+ * (IB_POLL_WORKQUEUE) run at high priority: with soft-RoCE, whose
+ * worker posts the completions, every completion woke one that preempted
+ * that worker and switched back, twice per batch. A normal-priority
+ * worker waits its turn or takes the other CPU, and finds more
+ * completions when it runs (performance.rst, item 19).
+ *
+ * The device calls this with its CQ's lock held and interrupts off.
+ */
+static void tern_rdma_cq_comp(struct ib_cq *cq, void *ctx)
+{
+	struct tern_rdma_lane *tl = ctx;
+
+	queue_work(tern_rdma_cq_wq, &tl->cq_work);
+}
+
+/* A CQ error (an overrun) loses completions: the lane cannot go on. */
+static void tern_rdma_cq_event(struct ib_event *ev, void *ctx)
+{
+	struct tern_rdma_lane *tl = ctx;
+
+	TERN_RDMA_STAT(qp_fatal_events, 1);
+	pr_warn_ratelimited("%s: CQ event %s (%d)\n", tern_lane_name(tl->lane),
+			    ib_event_msg(ev->event), ev->event);
+	queue_work(tern_rdma_wq, &tl->qp_err_work);
+}
+
+/*
+ * Hand each completion to its work request's handler, then ask for the
+ * next notification. Completions that came between the last poll and
+ * the request, or past the budget, run the work again.
+ */
+static void tern_rdma_cq_work(struct work_struct *work)
+{
+	struct tern_rdma_lane *tl = container_of(work, struct tern_rdma_lane,
+						 cq_work);
+	unsigned int polled = 0;
+	struct ib_wc *wc;
+	int n, i;
+
+	do {
+		n = ib_poll_cq(tl->cq, TERN_RDMA_CQ_BATCH, tl->cq_wc);
+		for (i = 0; i < n; i++) {
+			wc = &tl->cq_wc[i];
+			/* every request we post has one; a flush may not */
+			if (wc->wr_cqe)
+				wc->wr_cqe->done(tl->cq, wc);
+			else
+				WARN_ON_ONCE(wc->status == IB_WC_SUCCESS);
+		}
+		polled += max(n, 0);
+	} while (n == TERN_RDMA_CQ_BATCH && polled < TERN_RDMA_CQ_BUDGET);
+	if (polled >= TERN_RDMA_CQ_BUDGET ||
+	    ib_req_notify_cq(tl->cq, IB_CQ_NEXT_COMP |
+				     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		queue_work(tern_rdma_cq_wq, &tl->cq_work);
+}
+
+/*
+ * The completion vector: a requester's lane i takes vector i (as
+ * nvme-rdma's queues do), other lanes go round.
+ */
+static int tern_rdma_comp_vector(struct tern_rdma_lane *tl)
+{
+	static atomic_t next = ATOMIC_INIT(0);
+	int idx = READ_ONCE(tern_rdma_cq_by_lane) ?
+		  tern_lane_index(tl->lane) : -1;
+
+	if (idx < 0)
+		idx = atomic_inc_return(&next);
+	return (unsigned int)idx % max(tl->dev->num_comp_vectors, 1);
+}
+
+static int tern_rdma_create_cq(struct tern_rdma_lane *tl)
+{
+	struct ib_cq_init_attr attr = {
+		.cqe = tl->cq_size,
+		.comp_vector = tern_rdma_comp_vector(tl),
+	};
+	struct ib_cq *cq;
+
+	INIT_WORK(&tl->cq_work, tern_rdma_cq_work);
+	cq = ib_create_cq(tl->dev, tern_rdma_cq_comp, tern_rdma_cq_event, tl,
+			  &attr);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	tl->cq = cq;
+	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
+	return 0;
+}
+
+/* After the QP is gone: no completion comes any more. */
+static void tern_rdma_destroy_cq(struct tern_rdma_lane *tl)
+{
+	if (!tl->cq)
+		return;
+	cancel_work_sync(&tl->cq_work);
+	ib_destroy_cq(tl->cq);
+	tl->cq = NULL;
+	/* nor, now, a CQ event */
+	cancel_work_sync(&tl->qp_err_work);
+}
+
+/*
  * The device's PD, then CQ, QP and buffers on the device the cm_id is
  * bound to; receive buffers posted. On failure everything taken here is
  * released again.
@@ -171,18 +276,13 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	}
 	tl->pd = tl->rdev->pd;
 	/*
-	 * Workqueue polling: the handlers run the lane's I/O themselves
-	 * (tern_rdma_wake()), which may sleep on the responder side.
+	 * Polled in process context: the handlers run the lane's I/O
+	 * themselves (tern_rdma_wake()), which may sleep on the responder
+	 * side.
 	 */
-	tl->cq = ib_cq_pool_get(tl->dev, tl->cq_size,
-				READ_ONCE(tern_rdma_cq_by_lane) ?
-				tern_lane_index(tl->lane) : -1,
-				IB_POLL_WORKQUEUE);
-	if (IS_ERR(tl->cq)) {
-		err = PTR_ERR(tl->cq);
-		tl->cq = NULL;
+	err = tern_rdma_create_cq(tl);
+	if (err)
 		goto out_pd;
-	}
 
 	attr.event_handler = tern_rdma_qp_event;
 	attr.qp_context = tl;
@@ -248,8 +348,7 @@ out_qp:
 	tl->sbufs = NULL;
 	tl->rbufs = NULL;
 out_cq:
-	ib_cq_pool_put(tl->cq, tl->cq_size);
-	tl->cq = NULL;
+	tern_rdma_destroy_cq(tl);
 out_pd:
 	tern_rdma_dev_put(tl);
 	return err;
@@ -299,9 +398,7 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 	tern_rdma_free_bufs(tl, tl->rbufs, tl->nr_rbufs, DMA_FROM_DEVICE);
 	tl->sbufs = NULL;
 	tl->rbufs = NULL;
-	if (tl->cq)
-		ib_cq_pool_put(tl->cq, tl->cq_size);
-	tl->cq = NULL;
+	tern_rdma_destroy_cq(tl);
 	tern_rdma_dev_put(tl);
 }
 
