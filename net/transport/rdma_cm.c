@@ -380,7 +380,9 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 		rdma_destroy_qp(tl->cm_id);
 		tl->qp_created = false;
 	}
-	/* no QP, no more events: a fatal one may still be reported */
+	/* no QP, no more completions: the CQ's work is over before we free */
+	tern_rdma_destroy_cq(tl);
+	/* no more events: a fatal one may still be reported */
 	cancel_work_sync(&tl->qp_err_work);
 	INIT_LIST_HEAD(&tl->op_done);
 	INIT_LIST_HEAD(&tl->regs);
@@ -398,7 +400,6 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 	tern_rdma_free_bufs(tl, tl->rbufs, tl->nr_rbufs, DMA_FROM_DEVICE);
 	tl->sbufs = NULL;
 	tl->rbufs = NULL;
-	tern_rdma_destroy_cq(tl);
 	tern_rdma_dev_put(tl);
 }
 
