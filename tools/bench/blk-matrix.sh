@@ -479,6 +479,19 @@ profile_one() {
 		}'
 }
 
+# awk, for the counting passes: print TAG lines of COUNT[key] per I/O
+# (of ios, for device dev and workload wl), the total ALL first as
+# LABEL, then every key counted at least MIN times per I/O, with its
+# share of ALL
+per_io_awk='
+function per_io(tag, label, count, min,   k) {
+	printf "%s %s %s 100.00 %.3f %s\n", tag, dev, wl, all / ios, label
+	for (k in count)
+		if (count[k] / ios >= min)
+			printf "%s %s %s %.2f %.3f %s\n", tag, dev, wl,
+				100 * count[k] / all, count[k] / ios, k
+}'
+
 # Which kernel functions one I/O calls, counted exactly: the function
 # tracer on every CPU over a run of a fixed number of I/Os, each call
 # divided by the I/Os the device completed. Counts do not depend on how
@@ -526,21 +539,9 @@ calls_one() {
 		END {
 			if (!ios || !all)
 				exit 1
-			printf "BLK-CALLS %s %s 100.00 %.2f (all functions)\n",
-				dev, wl, all / ios
-			for (f in calls)
-				if (calls[f] / ios >= 0.02)
-					printf "BLK-CALLS %s %s %.2f %.3f %s\n", dev,
-						wl, 100 * calls[f] / all,
-						calls[f] / ios, f
-			printf "BLK-CALLERS %s %s 100.00 %.2f (all functions)\n",
-				dev, wl, all / ios
-			for (f in callers)
-				if (callers[f] / ios >= 0.05)
-					printf "BLK-CALLERS %s %s %.2f %.3f %s\n",
-						dev, wl, 100 * callers[f] / all,
-						callers[f] / ios, f
-		}' $t/trace || { log "$dev $name: nothing traced"; return 1; }
+			per_io("BLK-CALLS", "(all functions)", calls, 0.02)
+			per_io("BLK-CALLERS", "(all functions)", callers, 0.05)
+		}'"$per_io_awk" $t/trace || { log "$dev $name: nothing traced"; return 1; }
 }
 
 # Who switches, and to whom: a histogram of sched_switch over one run,
@@ -606,14 +607,8 @@ switches_one() {
 		END {
 			if (!ios || !all)
 				exit 1
-			printf "BLK-SWITCHES %s %s 100.00 %.3f (all switches)\n",
-				dev, wl, all / ios
-			for (k in n)
-				if (n[k] / ios >= 0.01)
-					printf "BLK-SWITCHES %s %s %.2f %.3f %s\n",
-						dev, wl, 100 * n[k] / all,
-						n[k] / ios, k
-		}' "$tmp/switches.hist" || { log "$dev $name: no switches seen"; return 1; }
+			per_io("BLK-SWITCHES", "(all switches)", n, 0.01)
+		}'"$per_io_awk" "$tmp/switches.hist" || { log "$dev $name: no switches seen"; return 1; }
 }
 
 # requests path IDX of DEV has sent (/sys/block/DEV/tern/paths)
