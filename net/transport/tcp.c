@@ -4,9 +4,10 @@
  *
  * Each lane has one work item (io_work) that does all socket I/O for that
  * lane, both directions, with MSG_DONTWAIT: the socket callbacks
- * (sk_data_ready, sk_write_space, sk_state_change) only queue it. A
- * submitter that may sleep sends its own frames (->push), unless io_work
- * is sending at that moment. Frames
+ * (sk_data_ready, sk_write_space, sk_state_change) only queue it; it
+ * receives a batch of frames, then sends what is queued. A submitter
+ * that may sleep sends its own frames (->push), unless io_work is
+ * sending at that moment. Frames
  * are received header first; the core then says where the front and data
  * go (for replies: straight into the requester's pages found by tid), and
  * ->read_sock copies from the skbs into them with no intermediate buffer,
@@ -57,6 +58,11 @@ module_param(io_budget, uint, 0644);
 MODULE_PARM_DESC(io_budget,
 		 "Socket operations per io_work run before yielding (default 64)");
 
+static unsigned int rx_batch = 8;
+module_param(rx_batch, uint, 0644);
+MODULE_PARM_DESC(rx_batch,
+		 "Frames io_work receives before it sends what is queued (default 8; 0: one receive step)");
+
 static bool direct_send = true;
 module_param(direct_send, bool, 0644);
 MODULE_PARM_DESC(direct_send,
@@ -73,12 +79,26 @@ module_param(user_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(user_timeout_ms,
 		 "TCP_USER_TIMEOUT of every lane's socket in ms, read when it is set up (0 = off; default 30000)");
 
-static struct workqueue_struct *tern_tcp_wq;
+/*
+ * io_work runs at normal priority unless asked: a high-priority worker
+ * preempts the task that woke it at once, so each request is received
+ * and answered alone, where at normal priority work gathers and one run
+ * takes several (Documentation/performance.rst, item 20). Ceph's
+ * messenger runs at normal priority too; nvme-tcp at high.
+ */
+static bool highpri;
+module_param(highpri, bool, 0644);
+MODULE_PARM_DESC(highpri,
+		 "Lanes set up from now on run io_work at high priority (default off)");
+
+static struct workqueue_struct *tern_tcp_wq;	/* and listeners' accepts */
+static struct workqueue_struct *tern_tcp_highpri_wq;
 
 struct tern_tcp_lane {
 	struct tern_lane	*lane;
 	struct socket		*sock;
 	struct work_struct	io_work;
+	struct workqueue_struct	*wq;		/* io_work's */
 	bool			stopped;	/* under sk_callback_lock */
 	bool			failed;
 	unsigned long		tx_flags;	/* TERN_OWN_* */
@@ -89,6 +109,7 @@ struct tern_tcp_lane {
 
 	bool			tls;		/* the tls ULP is on the socket */
 	bool			rx_sealed;	/* records are opened by it */
+	unsigned int		rx_frames;	/* received, for rx_batch */
 
 	struct tern_frame	*tx_frame;
 	size_t			tx_off;	/* header, tag and front bytes sent */
@@ -112,7 +133,7 @@ static void tern_tcp_data_ready(struct sock *sk)
 	read_lock_bh(&sk->sk_callback_lock);
 	tl = sk->sk_user_data;
 	if (tl && !tl->stopped)
-		queue_work(tern_tcp_wq, &tl->io_work);
+		queue_work(tl->wq, &tl->io_work);
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -124,7 +145,7 @@ static void tern_tcp_write_space(struct sock *sk)
 	tl = sk->sk_user_data;
 	if (tl && !tl->stopped && sk_stream_is_writeable(sk)) {
 		clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
-		queue_work(tern_tcp_wq, &tl->io_work);
+		queue_work(tl->wq, &tl->io_work);
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
 }
@@ -137,7 +158,7 @@ static void tern_tcp_state_change(struct sock *sk)
 	read_lock_bh(&sk->sk_callback_lock);
 	tl = sk->sk_user_data;
 	if (tl && !tl->stopped)
-		queue_work(tern_tcp_wq, &tl->io_work);
+		queue_work(tl->wq, &tl->io_work);
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -146,6 +167,7 @@ static int tern_tcp_rx_done(struct tern_tcp_lane *tl)
 {
 	int ret = tern_lane_rx_done(tl->lane);
 
+	tl->rx_frames++;
 	return ret ? ret : 1;
 }
 
@@ -366,7 +388,7 @@ static int tern_tcp_send_data(struct tern_tcp_lane *tl, bool more)
 static void tern_tcp_tx_unlock(struct tern_tcp_lane *tl)
 {
 	if (tern_own_leave(&tl->tx_flags) && tern_own_take_note(&tl->tx_flags))
-		queue_work(tern_tcp_wq, &tl->io_work);
+		queue_work(tl->wq, &tl->io_work);
 }
 
 static void tern_tcp_fail(struct tern_tcp_lane *tl, int err)
@@ -449,42 +471,70 @@ static int tern_tcp_send_some(struct tern_tcp_lane *tl)
 	return ret;
 }
 
+/*
+ * io_work's send phase: what is queued, until nothing is left, the
+ * socket is full, a submitter sends, or @budget is spent. Return: 1 if
+ * something was sent, 0 if nothing, <0.
+ */
+static int tern_tcp_send_phase(struct tern_tcp_lane *tl, int *budget)
+{
+	int ret, sent = 0;
+
+	/*
+	 * Nothing to send most rounds: skip the TX_BUSY handshake then. A
+	 * frame queued after this look is pushed or kicked by its queuer;
+	 * a cork left by a cancelled frame is undone by the send step.
+	 */
+	while (*budget > 0 &&
+	       (READ_ONCE(tl->tx_frame) || READ_ONCE(tl->tx_corked) ||
+		tern_lane_tx_pending(tl->lane))) {
+		ret = tern_tcp_send_some(tl);
+		if (ret <= 0)
+			return ret ?: sent;
+		sent = 1;
+		--*budget;
+	}
+	return sent;
+}
+
 static void tern_tcp_io_work(struct work_struct *work)
 {
 	struct tern_tcp_lane *tl = container_of(work, struct tern_tcp_lane,
 						io_work);
-	unsigned int budget = READ_ONCE(io_budget) ?: 1;
+	int budget = READ_ONCE(io_budget) ?: 1;
+	unsigned int batch = READ_ONCE(rx_batch), end;
 	int sent, received;
 
 	if (READ_ONCE(tl->failed))
 		return;
-	do {
+	for (;;) {
 		/*
-		 * Nothing to send most rounds: skip the TX_BUSY handshake
-		 * then. A frame queued after this look is pushed or kicked
-		 * by its queuer; a cork left by a cancelled frame is undone
-		 * by the send step.
+		 * Receive up to rx_batch frames, or until the socket is
+		 * drained, then send: the replies to a batch of requests
+		 * leave together, MSG_MORE on all but the last.
 		 */
-		sent = 0;
-		if (READ_ONCE(tl->tx_frame) || READ_ONCE(tl->tx_corked) ||
-		    tern_lane_tx_pending(tl->lane))
-			sent = tern_tcp_send_some(tl);
-		if (sent < 0)
-			goto fail;
-		received = tl->rx_sealed ? tern_tcp_recv_step(tl) :
-					   tern_tcp_read_step(tl);
-		if (received < 0) {
-			sent = received;
-			goto fail;
+		end = tl->rx_frames + batch;
+		do {
+			received = tl->rx_sealed ? tern_tcp_recv_step(tl) :
+						   tern_tcp_read_step(tl);
+		} while (received > 0 && --budget > 0 &&
+			 (int)(end - tl->rx_frames) > 0);
+		/*
+		 * Even when receiving failed: the replies already made
+		 * leave before the lane closes, so that one bad frame does
+		 * not cost the peer the answers to the good ones before it.
+		 */
+		sent = tern_tcp_send_phase(tl, &budget);
+		if (received < 0 || sent < 0) {
+			tern_tcp_fail(tl, received < 0 ? received : sent);
+			return;
 		}
 		if (!sent && !received)
 			return;
-	} while (--budget);
-	queue_work(tern_tcp_wq, &tl->io_work);	/* yield, then go on */
-	return;
-
-fail:
-	tern_tcp_fail(tl, sent);
+		if (budget <= 0)
+			break;
+	}
+	queue_work(tl->wq, &tl->io_work);	/* yield, then go on */
 }
 
 /*
@@ -501,7 +551,7 @@ static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 
 	if (!can_sleep || !READ_ONCE(direct_send) ||
 	    !tern_own_trylock(&tl->tx_flags)) {
-		queue_work(tern_tcp_wq, &tl->io_work);
+		queue_work(tl->wq, &tl->io_work);
 		return;
 	}
 	if (!READ_ONCE(tl->failed)) {
@@ -517,7 +567,7 @@ static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 	if (sends)
 		tern_lane_count_submitter_sends(lane, sends);
 	if (ret > 0)	/* more to send: not on the submitter's time */
-		queue_work(tern_tcp_wq, &tl->io_work);
+		queue_work(tl->wq, &tl->io_work);
 }
 
 static void tern_tcp_sock_setup(struct socket *sock)
@@ -545,6 +595,7 @@ static struct tern_tcp_lane *tern_tcp_lane_alloc(struct tern_lane *lane,
 	tl->lane = lane;
 	tl->sock = sock;
 	INIT_WORK(&tl->io_work, tern_tcp_io_work);
+	tl->wq = READ_ONCE(highpri) ? tern_tcp_highpri_wq : tern_tcp_wq;
 	lane->tpriv = tl;
 	return tl;
 }
@@ -563,7 +614,7 @@ static void tern_tcp_lane_start(struct tern_tcp_lane *tl)
 		sk->sk_write_space = tern_tcp_write_space;
 		sk->sk_state_change = tern_tcp_state_change;
 		/* Data may have arrived before the callbacks were set. */
-		queue_work(tern_tcp_wq, &tl->io_work);
+		queue_work(tl->wq, &tl->io_work);
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
 }
@@ -598,7 +649,7 @@ static void tern_tcp_kick(struct tern_lane *lane)
 	struct tern_tcp_lane *tl = lane->tpriv;
 
 	if (tl)
-		queue_work(tern_tcp_wq, &tl->io_work);
+		queue_work(tl->wq, &tl->io_work);
 }
 
 static int tern_tcp_addrlen(const struct sockaddr_storage *addr)
@@ -831,19 +882,31 @@ static int __init tern_tcp_init(void)
 {
 	int err;
 
-	tern_tcp_wq = alloc_workqueue("tern_tcp", WQ_MEM_RECLAIM | WQ_HIGHPRI,
-				      0);
+	tern_tcp_wq = alloc_workqueue("tern_tcp", WQ_MEM_RECLAIM, 0);
 	if (!tern_tcp_wq)
 		return -ENOMEM;
+	tern_tcp_highpri_wq = alloc_workqueue("tern_tcp_highpri",
+					      WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	if (!tern_tcp_highpri_wq) {
+		err = -ENOMEM;
+		goto out_wq;
+	}
 	err = tern_transport_register(&tern_tcp_ops);
 	if (err)
-		destroy_workqueue(tern_tcp_wq);
+		goto out_highpri_wq;
+	return 0;
+
+out_highpri_wq:
+	destroy_workqueue(tern_tcp_highpri_wq);
+out_wq:
+	destroy_workqueue(tern_tcp_wq);
 	return err;
 }
 
 static void __exit tern_tcp_exit(void)
 {
 	tern_transport_unregister(&tern_tcp_ops);
+	destroy_workqueue(tern_tcp_highpri_wq);
 	destroy_workqueue(tern_tcp_wq);
 }
 
