@@ -113,6 +113,11 @@ module_param_named(rw_ctxs, tern_rdma_rw_ctxs, uint, 0444);
 MODULE_PARM_DESC(rw_ctxs,
 		 "Send queue room per lane for RDMA READ/WRITE work requests (default 256)");
 
+static unsigned int tern_rdma_rx_batch = 8;
+module_param_named(rx_batch, tern_rdma_rx_batch, uint, 0644);
+MODULE_PARM_DESC(rx_batch,
+		 "Messages the lane's I/O receives before it sends what is queued (default 8; 0: one receive step)");
+
 bool tern_rdma_cq_by_lane = true;
 module_param_named(cq_by_lane, tern_rdma_cq_by_lane, bool, 0644);
 MODULE_PARM_DESC(cq_by_lane,
@@ -234,34 +239,60 @@ static void tern_rdma_fail(struct tern_rdma_lane *tl, int err)
 	tern_lane_error(tl->lane, err);
 }
 
+/*
+ * The send phase of the lane's I/O: what is queued, until nothing is
+ * left, buffers or credits run out, or @budget is spent. Return: 1 if
+ * something was sent, 0 if nothing, <0.
+ */
+static int tern_rdma_send_phase(struct tern_rdma_lane *tl, int *budget)
+{
+	int ret, sent = 0;
+
+	while (*budget > 0 && tern_rdma_tx_waiting(tl)) {
+		ret = tern_rdma_send_step(tl);
+		if (ret <= 0)
+			return ret ?: sent;
+		sent = 1;
+		--*budget;
+	}
+	return sent;
+}
+
 /* Steps of the lane's I/O until none has work, or the budget is spent. */
 static void tern_rdma_io_steps(struct tern_rdma_lane *tl)
 {
-	unsigned int budget = READ_ONCE(tern_rdma_io_budget) ?: 1;
+	int budget = READ_ONCE(tern_rdma_io_budget) ?: 1;
+	unsigned int batch = READ_ONCE(tern_rdma_rx_batch), n;
 	int ops, received, sent;
 
 	if (tl->failed)
 		return;
-	do {
+	for (;;) {
 		ops = tern_rdma_ops_waiting(tl) ? tern_rdma_ops_step(tl) : 0;
 		if (ops < 0) {
 			tern_rdma_fail(tl, ops);
 			return;
 		}
-		received = tern_rdma_rx_waiting(tl) ?
-			   tern_rdma_recv_step(tl) : 0;
-		if (received < 0) {
-			tern_rdma_fail(tl, received);
-			return;
-		}
-		sent = tern_rdma_tx_waiting(tl) ? tern_rdma_send_step(tl) : 0;
-		if (sent < 0) {
-			tern_rdma_fail(tl, sent);
+		/*
+		 * Receive up to rx_batch messages, then send: the replies to
+		 * a batch of requests share SENDs, one per send buffer.
+		 */
+		n = 0;
+		do {
+			received = tern_rdma_rx_waiting(tl) ?
+				   tern_rdma_recv_step(tl) : 0;
+		} while (received > 0 && --budget > 0 && ++n < batch);
+		/* even when receiving failed: replies made before it leave */
+		sent = tern_rdma_send_phase(tl, &budget);
+		if (received < 0 || sent < 0) {
+			tern_rdma_fail(tl, received < 0 ? received : sent);
 			return;
 		}
 		if (!ops && !received && !sent)
 			return;
-	} while (--budget);
+		if (budget <= 0)
+			break;
+	}
 	/* yield, then go on */
 	tern_rdma_kick_tl(tl);
 }
@@ -305,14 +336,23 @@ static bool tern_rdma_io_live(struct tern_rdma_lane *tl)
 }
 
 /*
- * Completion handlers (a work item of the CQ, process context) call this
- * when their completion is news for the lane: they run the lane's I/O
- * themselves, as nvmet-rdma handles commands in its CQ's work item, which
- * saves waking io_work and a context switch per batch of completions.
- * Handlers run one completion at a time, so what a handler sends goes
- * out at once rather than in batches: RDMA's order needs no more.
+ * Completion handlers call this when their completion is news for the
+ * lane. In the CQ's work item (process context) they leave a note, and
+ * the work item runs the lane's I/O itself after each batch it polled
+ * (tern_rdma_wake_now()), as nvmet-rdma handles commands in its CQ's
+ * work item: that saves waking io_work and a context switch, and the
+ * replies to a batch of requests share SENDs instead of one SEND each.
  */
 void tern_rdma_wake(struct tern_rdma_lane *tl)
+{
+	if (current_work() == &tl->cq_work) {
+		tl->cq_news = true;
+		return;
+	}
+	tern_rdma_wake_now(tl);
+}
+
+void tern_rdma_wake_now(struct tern_rdma_lane *tl)
 {
 	if (!tern_rdma_io_live(tl) || !tern_rdma_io_enter(tl, true))
 		return;

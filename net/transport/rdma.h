@@ -210,6 +210,7 @@ struct tern_rdma_lane {
 	unsigned int		cq_size;
 	struct work_struct	cq_work;	/* polls it, tern_rdma_cq_wq */
 	struct ib_wc		cq_wc[TERN_RDMA_CQ_BATCH];
+	bool			cq_news;	/* tern_rdma_wake() in cq_work */
 	bool			qp_created;
 	struct work_struct	io_work;
 
@@ -305,6 +306,7 @@ void tern_rdma_wc_error(struct tern_rdma_lane *tl, struct ib_wc *wc,
 void tern_rdma_kick_locked(struct tern_rdma_lane *tl);
 void tern_rdma_io_work(struct work_struct *work);
 void tern_rdma_wake(struct tern_rdma_lane *tl);
+void tern_rdma_wake_now(struct tern_rdma_lane *tl);
 
 /* rdma_stream.c */
 void tern_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc);

@@ -171,8 +171,9 @@ static void tern_rdma_cq_event(struct ib_event *ev, void *ctx)
 }
 
 /*
- * Hand each completion to its work request's handler, then ask for the
- * next notification. Completions that came between the last poll and
+ * Hand each completion to its work request's handler, run the lane's
+ * I/O once for the batch if a handler had news, then ask for the next
+ * notification. Completions that came between the last poll and
  * the request, or past the budget, run the work again.
  */
 static void tern_rdma_cq_work(struct work_struct *work)
@@ -194,6 +195,10 @@ static void tern_rdma_cq_work(struct work_struct *work)
 				WARN_ON_ONCE(wc->status == IB_WC_SUCCESS);
 		}
 		polled += max(n, 0);
+		if (tl->cq_news) {
+			tl->cq_news = false;
+			tern_rdma_wake_now(tl);
+		}
 	} while (n == TERN_RDMA_CQ_BATCH && polled < TERN_RDMA_CQ_BUDGET);
 	if (polled >= TERN_RDMA_CQ_BUDGET ||
 	    ib_req_notify_cq(tl->cq, IB_CQ_NEXT_COMP |
@@ -276,8 +281,8 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	}
 	tl->pd = tl->rdev->pd;
 	/*
-	 * Polled in process context: the handlers run the lane's I/O
-	 * themselves (tern_rdma_wake()), which may sleep on the responder
+	 * Polled in process context: the lane's I/O runs in the CQ's
+	 * work item (tern_rdma_wake()), which may sleep on the responder
 	 * side.
 	 */
 	err = tern_rdma_create_cq(tl);
