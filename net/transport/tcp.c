@@ -541,6 +541,11 @@ static void tern_tcp_io_work(struct work_struct *work)
  * Send from the submitter's context, as nvme-tcp does from queue_rq: the
  * socket lock may sleep, so only when the submitter may. Socket full:
  * sk_write_space queues io_work.
+ *
+ * A frame queued by io_work itself (a reply made while it received the
+ * request, the backend completing in the submitter's context) is sent by
+ * the send phase that follows every receive and every send in io_work:
+ * queueing io_work again would only cost it an empty run.
  */
 static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 {
@@ -549,6 +554,8 @@ static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 	unsigned int sends = 0;
 	int ret = 0;
 
+	if (current_work() == &tl->io_work)
+		return;
 	if (!can_sleep || !READ_ONCE(direct_send) ||
 	    !tern_own_trylock(&tl->tx_flags)) {
 		queue_work(tl->wq, &tl->io_work);

@@ -414,6 +414,27 @@ gathered_replies() {
 	return $rc
 }
 
+# A reply made in io_work (the echo answers in its receive callback)
+# leaves in that run's send phase without queueing io_work again. At
+# depth 1 io_work is queued three times per message: by each side's
+# sk_data_ready and by the bench's sender, which cannot sleep (four
+# when the reply queued it again, as measured before).
+io_work_queued() {
+	local t=/sys/kernel/tracing ev n rc=0
+	[ -d $t/events ] || mount -t tracefs nodev $t || return 1
+	ev=$t/events/workqueue/workqueue_queue_work
+	echo 'workqueue ~ "tern_tcp*"' > $ev/filter || return 1
+	echo > $t/trace
+	echo 1 > $ev/enable || return 1
+	run_ok "$URI4" 2000 --depth 1 --size 64 || rc=1
+	echo 0 > $ev/enable
+	n=$(grep -c workqueue_queue_work $t/trace)
+	echo 0 > $ev/filter
+	echo > $t/trace
+	echo "io_work queued $n times for 2000 messages"
+	[ $rc = 0 ] && [ "$n" -ge 4000 ] && [ "$n" -lt 7000 ]
+}
+
 slab_kb() {
 	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
 }
@@ -422,7 +443,7 @@ slab_kb() {
 # transport, are not planned, nor two of the six size matrices: CRC on
 # aligned buffers (rdma.sh's zero-copy runs check CRCs on them), and IPv6
 # with CRC (the address family and the CRC meet in no transport code).
-PLANNED=22
+PLANNED=23
 [ "$TRANSPORT" = tcp ] || PLANNED=18
 ktap_plan $PLANNED
 
@@ -478,6 +499,9 @@ check "4 sessions x 2 lanes with crc, verified; a timed run reports sane numbers
 [ "$TRANSPORT" = tcp ] &&
 	check "replies leave together: under 1 packet per message at depth 64, io_work at normal and high priority" \
 		gathered_replies
+[ "$TRANSPORT" = tcp ] &&
+	check "a reply made in io_work leaves in that run: io_work queued under 3.5 times per message at depth 1" \
+		io_work_queued
 check "a run interrupted by a signal ends cleanly; rmmod refused meanwhile" \
 	interrupt
 check "echo counters: no verify errors, no errors, no duplicates" \
