@@ -194,7 +194,9 @@ static void tern_blk_req_done(struct tern_request *treq)
 	 * Replies are taken in a task (io_work, the CQ's work item). With
 	 * one hardware queue blk-mq would finish the request in the block
 	 * softirq, which raised from a task wakes ksoftirqd: two context
-	 * switches per I/O for a cache already warm here. Finish it here.
+	 * switches per I/O for a cache already warm here. Finish it here;
+	 * with several queues blk-mq finishes it here too, or sends it to
+	 * the submitting CPU as rq_affinity asks.
 	 */
 	if (rq->q->nr_hw_queues == 1 && in_task())
 		blk_mq_complete_request_direct(rq, tern_blk_complete);
