@@ -221,6 +221,31 @@ u32 tern_lane_inline_max(struct tern_lane *lane, bool to_responder, u32 dflt)
 }
 EXPORT_SYMBOL_GPL(tern_lane_inline_max);
 
+/**
+ * tern_lane_queue_depth - how much a requester lane may have in flight
+ * @lane: the lane
+ * @max_data: set to the most data one request or reply carries, in bytes
+ *
+ * What the session asked for (&tern_session_opts.queue_depth, max_data);
+ * the responder may grant less, never more. Known from before
+ * ->connect(), for the transport to size its queues by.
+ *
+ * Return: requests in flight at most, over all the session's lanes; 0 on
+ * an accepted lane (and @max_data 0), whose session is not known yet.
+ */
+unsigned int tern_lane_queue_depth(struct tern_lane *lane, u32 *max_data)
+{
+	struct tern_core_lane *cl = to_core_lane(lane);
+
+	if (!cl->requester || !cl->sess) {
+		*max_data = 0;
+		return 0;
+	}
+	*max_data = cl->sess->opts.max_data;
+	return cl->sess->opts.queue_depth;
+}
+EXPORT_SYMBOL_GPL(tern_lane_queue_depth);
+
 /* Visit @len bytes of a bio_vec array after skipping @skip, page by page. */
 void tern_bvec_walk(const struct bio_vec *bv, unsigned int nr, u32 skip,
 		    u32 len, tern_chunk_fn fn, void *arg)

@@ -201,6 +201,7 @@ static inline struct iov_iter *tern_lane_rx_next(struct tern_lane *lane)
 
 u32 tern_lane_inline_max(struct tern_lane *lane, bool to_responder,
 			 u32 dflt);
+unsigned int tern_lane_queue_depth(struct tern_lane *lane, u32 *max_data);
 int tern_lane_rx_done(struct tern_lane *lane);
 
 /**

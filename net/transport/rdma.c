@@ -502,6 +502,7 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tern_rdma_stats);
+DEFINE_SHOW_ATTRIBUTE(tern_rdma_lanes);
 
 static int __init tern_rdma_init(void)
 {
@@ -521,6 +522,8 @@ static int __init tern_rdma_init(void)
 	tern_rdma_dbg = debugfs_create_dir("tern_rdma", NULL);
 	debugfs_create_file("stats", 0400, tern_rdma_dbg, NULL,
 			    &tern_rdma_stats_fops);
+	debugfs_create_file("lanes", 0400, tern_rdma_dbg, NULL,
+			    &tern_rdma_lanes_fops);
 	err = tern_transport_register(&tern_rdma_ops);
 	if (err) {
 		debugfs_remove_recursive(tern_rdma_dbg);

@@ -54,6 +54,8 @@ extern unsigned int tern_rdma_inject_long_reply_every;
 #define TERN_RDMA_MAX_BUF	65536U
 #define TERN_RDMA_MIN_RECV	8U
 #define TERN_RDMA_PRE_BUFS	2U	/* accepted lane, before the handshake */
+/* receive buffers beyond the queue depth: acknowledgements, grants */
+#define TERN_RDMA_RECV_SLACK	8U
 #define TERN_RDMA_CQ_BATCH	16	/* completions polled at once */
 #define TERN_RDMA_CQ_BUDGET	256	/* ... per run of the CQ's work */
 #define TERN_RDMA_MAX_DEPTH	1024U
@@ -244,6 +246,7 @@ struct tern_rdma_lane {
 	 */
 	bool			accepted;
 	bool			grown;
+	unsigned int		nr_mrs;		/* in the MR pool */
 	unsigned int		mr_max_pages;
 	unsigned int		sq_size;
 	/* the owner of TERN_OWN_BUSY: io_work, or a submitter (push) */
@@ -266,6 +269,7 @@ struct tern_rdma_lane {
 	u32			buf_size;	/* ours, both rings */
 	u32			tx_chunk;	/* bytes per SEND, header included */
 	u32			peer_recv;	/* the peer's receive buffers */
+	struct list_head	node;		/* tern_rdma_lane_list, with a queue */
 
 	/* the owner of TERN_OWN_BUSY only */
 	bool			io_atomic;	/* not io_work: must not sleep */
@@ -370,6 +374,7 @@ static inline bool tern_rdma_tx_waiting(struct tern_rdma_lane *tl)
 /* rdma_cm.c */
 void tern_rdma_lane_go(struct tern_rdma_lane *tl);
 void tern_rdma_lane_free(struct tern_rdma_lane *tl);
+int tern_rdma_lanes_show(struct seq_file *m, void *v);
 int tern_rdma_connect(struct tern_lane *lane,
 		      const struct sockaddr_storage *addr);
 int tern_rdma_listen(struct tern_listener *lis);

@@ -58,6 +58,9 @@ static void tern_rdma_qp_event(struct ib_event *ev, void *context)
 
 static LIST_HEAD(tern_rdma_devs);
 static DEFINE_MUTEX(tern_rdma_devs_lock);
+/* lanes with a queue, for debugfs: their sizes */
+static LIST_HEAD(tern_rdma_lane_list);
+static DEFINE_MUTEX(tern_rdma_lanes_lock);
 
 /* The shared PD of @ibdev, made on first use. Return: it, or an ERR_PTR. */
 static struct tern_rdma_dev *tern_rdma_dev_get(struct ib_device *ibdev)
@@ -132,13 +135,48 @@ static struct tern_rdma_lane *tern_rdma_lane_alloc(void)
 	INIT_WORK(&tl->io_work, tern_rdma_io_work);
 	INIT_WORK(&tl->qp_err_work, tern_rdma_qp_err_work);
 	init_completion(&tl->cm_done);
+	INIT_LIST_HEAD(&tl->node);
 	tl->buf_size = clamp(READ_ONCE(tern_rdma_buf_size), TERN_RDMA_MIN_BUF,
 			     TERN_RDMA_MAX_BUF);
-	tl->nr_rbufs = clamp(READ_ONCE(tern_rdma_recv_depth), TERN_RDMA_MIN_RECV,
-			     TERN_RDMA_MAX_DEPTH);
 	tl->nr_sbufs = clamp(READ_ONCE(tern_rdma_send_depth), 2U, TERN_RDMA_MAX_DEPTH);
 	tl->tx_signal_every = max(1U, tl->nr_sbufs / 4);
 	return tl;
+}
+
+/*
+ * Receive buffers: for the replies to a requester's queue depth, or, on
+ * a responder, as many as its requester posted for our replies (the same
+ * depth seen from the other side); room beside for acknowledgements and
+ * credit grants. Never more than tern_rdma.recv_depth, whatever a peer
+ * asks: a client cannot make a target pin more memory per lane than the
+ * target allows.
+ */
+static void tern_rdma_size_recv(struct tern_rdma_lane *tl, unsigned int want)
+{
+	unsigned int cap = clamp(READ_ONCE(tern_rdma_recv_depth),
+				 TERN_RDMA_MIN_RECV, TERN_RDMA_MAX_DEPTH);
+
+	tl->nr_rbufs = clamp(want, TERN_RDMA_MIN_RECV, cap);
+	tl->grant_threshold = max(2U, tl->nr_rbufs / 4);
+}
+
+/*
+ * A requester's MRs: one request of the session's largest data takes one
+ * per tl->mr_max_pages pages (a buffer off page boundaries one page
+ * more); enough for its whole queue depth, at most tern_rdma.mr_count.
+ * Short of MRs a request sends its data inline.
+ */
+static unsigned int tern_rdma_mrs_wanted(struct tern_rdma_lane *tl)
+{
+	unsigned int cap = READ_ONCE(tern_rdma_mr_count), depth, per_req;
+	u32 max_data;
+
+	depth = tern_lane_queue_depth(tl->lane, &max_data);
+	if (!depth || !tl->mr_max_pages)
+		return cap;
+	per_req = DIV_ROUND_UP(DIV_ROUND_UP(max_data, PAGE_SIZE) + 1,
+			       tl->mr_max_pages);
+	return min_t(u64, cap, (u64)depth * per_req);
 }
 
 /*
@@ -265,8 +303,10 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 
 	tl->dev = id->device;
 	tl->port_num = id->port_num;
+	tl->mr_max_pages = min_t(u32, READ_ONCE(tern_rdma_mr_pages),
+				 tl->dev->attrs.max_fast_reg_page_list_len);
 	/* a responder READs and WRITEs through rdma_rw, never registers */
-	nr_mrs = tl->accepted ? 0 : READ_ONCE(tern_rdma_mr_count);
+	nr_mrs = tl->accepted ? 0 : tern_rdma_mrs_wanted(tl);
 	/* REG_MR + LOCAL_INV per MR, and READ/WRITE work requests */
 	tl->sq_size = 2 * nr_mrs + clamp(READ_ONCE(tern_rdma_rw_ctxs), 16U, 4096U);
 	tl->sq_free = tl->sq_size;
@@ -309,8 +349,6 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	tl->tx_max_sge = min_t(u32, attr.cap.max_send_sge, TERN_RDMA_SEND_SGE);
 
 	/* FRWR for our own buffers; without it requests carry data inline */
-	tl->mr_max_pages = min_t(u32, READ_ONCE(tern_rdma_mr_pages),
-				 tl->dev->attrs.max_fast_reg_page_list_len);
 	if (nr_mrs && tl->mr_max_pages &&
 	    (tl->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)) {
 		err = ib_mr_pool_init(id->qp, &tl->mrs, nr_mrs,
@@ -318,6 +356,7 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 		if (err)
 			goto out_qp;
 		tl->mr_pool = true;
+		tl->nr_mrs = nr_mrs;
 	}
 
 	err = -ENOMEM;
@@ -338,6 +377,9 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 		if (err)
 			goto out_qp;
 	}
+	mutex_lock(&tern_rdma_lanes_lock);
+	list_add_tail(&tl->node, &tern_rdma_lane_list);
+	mutex_unlock(&tern_rdma_lanes_lock);
 	return 0;
 
 out_qp:
@@ -369,6 +411,9 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 {
 	struct tern_rdma_op *op, *tmp;
 
+	mutex_lock(&tern_rdma_lanes_lock);
+	list_del_init(&tl->node);
+	mutex_unlock(&tern_rdma_lanes_lock);
 	/* io_work posts; with ->stopped set nothing queues it again. */
 	cancel_work_sync(&tl->io_work);
 	if (tl->qp_created) {
@@ -408,6 +453,26 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 	tern_rdma_dev_put(tl);
 }
 
+/*
+ * One line per lane: what its queue was sized to (requesters by their
+ * session's depth, responders by their requester's receive buffers) and
+ * the peer's receive buffers, our credits.
+ */
+int tern_rdma_lanes_show(struct seq_file *m, void *v)
+{
+	struct tern_rdma_lane *tl;
+
+	mutex_lock(&tern_rdma_lanes_lock);
+	list_for_each_entry(tl, &tern_rdma_lane_list, node)
+		seq_printf(m, "%s %s recv %u send %u buf_size %u mrs %u peer_recv %u\n",
+			   tern_lane_name(tl->lane),
+			   tl->accepted ? "responder" : "requester",
+			   tl->nr_rbufs, tl->nr_sbufs, tl->buf_size,
+			   tl->nr_mrs, READ_ONCE(tl->peer_recv));
+	mutex_unlock(&tern_rdma_lanes_lock);
+	return 0;
+}
+
 static void tern_rdma_fill_priv(struct tern_rdma_lane *tl,
 				struct tern_rdma_cm_priv *priv)
 {
@@ -439,7 +504,6 @@ static int tern_rdma_take_priv(struct tern_rdma_lane *tl, const void *data,
 	tl->peer_recv = count;
 	tl->tx_credits = count;
 	tl->tx_chunk = min(size, tl->buf_size);
-	tl->grant_threshold = max(2U, tl->nr_rbufs / 4);
 	return 0;
 }
 
@@ -615,12 +679,15 @@ int tern_rdma_connect(struct tern_lane *lane,
 	struct rdma_conn_param param;
 	struct sockaddr_storage dst;
 	struct tern_rdma_lane *tl;
+	u32 max_data;
 	int err;
 
 	tl = tern_rdma_lane_alloc();
 	if (!tl)
 		return -ENOMEM;
 	tl->lane = lane;
+	tern_rdma_size_recv(tl, tern_lane_queue_depth(lane, &max_data) +
+			    TERN_RDMA_RECV_SLACK);
 	tl->cm_id = rdma_create_id(&init_net, tern_rdma_cm_handler, tl,
 				   RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(tl->cm_id)) {
@@ -709,6 +776,7 @@ static int tern_rdma_accept(struct tern_rdma_listener *tll,
 		kfree(tl);
 		goto reject;
 	}
+	tern_rdma_size_recv(tl, tl->peer_recv);
 	/*
 	 * Counted against tern.max_handshakes before anything of the queue
 	 * exists; past the cap the request is rejected.

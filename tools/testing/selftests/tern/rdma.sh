@@ -42,6 +42,10 @@
 #    on buffers and credits, unsignaled SENDs are reaped, all verified;
 #    then send_depth=2 rw_ctxs=16: RDMA READs and WRITEs wait for send
 #    queue entries (sq_stalls), all verified;
+#  - the queues follow the session's depth: a one-lane run at depth 4
+#    posts 4 + 8 receive buffers on each side (the responder mirrors
+#    the requester's) and keeps 4 MRs (8 for 1M requests); at depth 128
+#    recv_depth (64) and mr_count (128) cap them;
 #  - in the two runs above, in the TCP+RDMA and in the mixed replies
 #    runs: no reconnect, no protocol error and, where soft-RoCE counts
 #    them, no RNR NAK (no RNR retry storm behind a passing run);
@@ -687,6 +691,49 @@ zc_small_rings() {
 	return $bad
 }
 
+ZC_LANES=/sys/kernel/debug/tern_rdma/lanes
+
+# ring_sizes DEPTH SIZE REQUESTER RESPONDER: during a verified one-lane
+# run at DEPTH of SIZE requests, the lanes' sizes in ZC_LANES read
+# "requester REQUESTER" and "responder RESPONDER" (each "recv N mrs N
+# peer_recv N")
+ring_sizes() {
+	local pid lines got want bad=0
+	"$TERNADM" bench run "$URI" --time 3 --depth "$1" --lanes 1 \
+		--size "$2" --dir both --verify >/dev/null &
+	pid=$!
+	for _ in $(seq 50); do
+		lines=$(cat "$ZC_LANES")
+		[ "$(echo "$lines" | grep -c "requester\|responder")" = 2 ] && break
+		sleep 0.1
+	done
+	wait $pid || bad=1
+	got=$(echo "$lines" | sed -n 's/.* \(re[a-z]*\) recv \([0-9]*\) .* mrs \([0-9]*\) peer_recv \([0-9]*\)$/\1 recv \2 mrs \3 peer_recv \4/p' | sort)
+	want=$(printf 'requester %s\nresponder %s' "$3" "$4")
+	echo "depth $1 size $2: $(echo "$got" | tr '\n' ';')"
+	[ "$got" = "$want" ] || { echo "want $(echo "$want" | tr '\n' ';')"; bad=1; }
+	return $bad
+}
+
+# The queues follow the session's depth Q: the requester posts Q + 8
+# receive buffers and keeps Q MRs per request of the session's largest
+# data (one per 256 pages, one page more off page boundaries); its
+# responder posts as many receive buffers as the requester announced.
+# At the default depth (128) both stop at recv_depth (64) and the
+# requester at mr_count (128).
+rings_by_depth() {
+	local bad=0
+	zc_snap
+	ring_sizes 4 64k "recv 12 mrs 4 peer_recv 12" \
+		"recv 12 mrs 0 peer_recv 12" || bad=1
+	ring_sizes 4 1m "recv 12 mrs 8 peer_recv 12" \
+		"recv 12 mrs 0 peer_recv 12" || bad=1
+	ring_sizes 128 4k "recv 64 mrs 128 peer_recv 64" \
+		"recv 64 mrs 0 peer_recv 64" || bad=1
+	zc_quiet || bad=1
+	return $bad
+}
+
 # sent_pkts_per_100: soft-RoCE's packets, both devices, per 100 messages
 # of a closed loop of 5000 64-byte requests at depth 8 on one lane
 sent_pkts_per_100() {
@@ -722,11 +769,11 @@ gathered_replies() {
 	return $bad
 }
 
-ktap_plan 21
+ktap_plan 22
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || ! command -v rdma >/dev/null; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no ternadm"
-	for _ in $(seq 21); do ktap_skip "no RDMA setup"; done
+	for _ in $(seq 22); do ktap_skip "no RDMA setup"; done
 	ktap_finish
 fi
 
@@ -748,6 +795,8 @@ ktap_check "zero-copy with 6 MRs of 4 pages per lane: several MRs per request, i
 	zc_few_mrs
 ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by later signaled ones, credit stalls; 2 send buffers and a 16-entry send queue: RDMA READ/WRITE wait for queue entries; verified, no reconnect or RNR" \
 	zc_small_rings
+ktap_check "queues by session depth: depth 4 posts 12 receive buffers each side, 4 MRs (8 for 1M requests); depth 128 stops at recv_depth 64 and mr_count 128" \
+	rings_by_depth
 ktap_check "inline data above inline_copy_max sent from its pages: 4k yes (4096 bytes each), 1k and inline_copy_max=65536 no, verified" \
 	zc_inline_refs
 ktap_check "bench run --inline-write 0 --inline-read 0: 4k data both ways by RDMA READ and WRITE (100 each), none with the defaults, verified, no reconnect" \
