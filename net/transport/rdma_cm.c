@@ -298,17 +298,27 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 {
 	struct rdma_cm_id *id = tl->cm_id;
 	struct ib_qp_init_attr attr = {};
-	unsigned int i, nr_mrs, pre;
+	unsigned int i, nr_mrs, rw_ctxs, pre;
 	int err;
 
 	tl->dev = id->device;
 	tl->port_num = id->port_num;
 	tl->mr_max_pages = min_t(u32, READ_ONCE(tern_rdma_mr_pages),
 				 tl->dev->attrs.max_fast_reg_page_list_len);
-	/* a responder READs and WRITEs through rdma_rw, never registers */
-	nr_mrs = tl->accepted ? 0 : tern_rdma_mrs_wanted(tl);
-	/* REG_MR + LOCAL_INV per MR, and READ/WRITE work requests */
-	tl->sq_size = 2 * nr_mrs + clamp(READ_ONCE(tern_rdma_rw_ctxs), 16U, 4096U);
+	/*
+	 * A responder READs and WRITEs through rdma_rw and never registers;
+	 * a requester registers and never READs or WRITEs. The send queue
+	 * holds a REG_MR and a LOCAL_INV per MR, or the rdma_rw contexts'
+	 * work requests.
+	 */
+	if (tl->accepted) {
+		nr_mrs = 0;
+		rw_ctxs = clamp(READ_ONCE(tern_rdma_rw_ctxs), 16U, 4096U);
+	} else {
+		nr_mrs = tern_rdma_mrs_wanted(tl);
+		rw_ctxs = 0;
+	}
+	tl->sq_size = 2 * nr_mrs + rw_ctxs;
 	tl->sq_free = tl->sq_size;
 	/* sends + receives, and one of each for ib_drain_qp() */
 	tl->cq_size = tl->nr_sbufs + tl->sq_size + tl->nr_rbufs + 2;
@@ -335,7 +345,7 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	attr.recv_cq = tl->cq;
 	/* rdma_rw adds one WR per context to max_send_wr */
 	attr.cap.max_send_wr = tl->nr_sbufs + 1 + 2 * nr_mrs;
-	attr.cap.max_rdma_ctxs = tl->sq_size - 2 * nr_mrs;
+	attr.cap.max_rdma_ctxs = rw_ctxs;
 	attr.port_num = tl->port_num;
 	attr.cap.max_recv_wr = tl->nr_rbufs + 1;
 	attr.cap.max_send_sge = min_t(u32, tl->dev->attrs.max_send_sge, 32);
@@ -455,8 +465,9 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 
 /*
  * One line per lane: what its queue was sized to (requesters by their
- * session's depth, responders by their requester's receive buffers) and
- * the peer's receive buffers, our credits.
+ * session's depth, responders by their requester's receive buffers), the
+ * send queue entries kept for MRs or rdma_rw, and the peer's receive
+ * buffers, our credits.
  */
 int tern_rdma_lanes_show(struct seq_file *m, void *v)
 {
@@ -464,11 +475,11 @@ int tern_rdma_lanes_show(struct seq_file *m, void *v)
 
 	mutex_lock(&tern_rdma_lanes_lock);
 	list_for_each_entry(tl, &tern_rdma_lane_list, node)
-		seq_printf(m, "%s %s recv %u send %u buf_size %u mrs %u peer_recv %u\n",
+		seq_printf(m, "%s %s recv %u send %u buf_size %u sq %u mrs %u peer_recv %u\n",
 			   tern_lane_name(tl->lane),
 			   tl->accepted ? "responder" : "requester",
 			   tl->nr_rbufs, tl->nr_sbufs, tl->buf_size,
-			   tl->nr_mrs, READ_ONCE(tl->peer_recv));
+			   tl->sq_size, tl->nr_mrs, READ_ONCE(tl->peer_recv));
 	mutex_unlock(&tern_rdma_lanes_lock);
 	return 0;
 }

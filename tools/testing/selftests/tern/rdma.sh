@@ -45,7 +45,9 @@
 #  - the queues follow the session's depth: a one-lane run at depth 4
 #    posts 4 + 8 receive buffers on each side (the responder mirrors
 #    the requester's) and keeps 4 MRs (8 for 1M requests); at depth 128
-#    recv_depth (64) and mr_count (128) cap them;
+#    recv_depth (64) and mr_count (128) cap them; the send queue has room
+#    for two work requests per MR on the requester, for rw_ctxs rdma_rw
+#    contexts on the responder only;
 #  - in the two runs above, in the TCP+RDMA and in the mixed replies
 #    runs: no reconnect, no protocol error and, where soft-RoCE counts
 #    them, no RNR NAK (no RNR retry storm behind a passing run);
@@ -722,8 +724,8 @@ zc_small_rings() {
 
 # ring_sizes DEPTH SIZE REQUESTER RESPONDER: during a verified one-lane
 # run at DEPTH of SIZE requests, the lanes' sizes in ZC_LANES read
-# "requester REQUESTER" and "responder RESPONDER" (each "recv N mrs N
-# peer_recv N")
+# "requester REQUESTER" and "responder RESPONDER" (each "recv N sq N
+# mrs N peer_recv N")
 ring_sizes() {
 	local pid lines got want bad=0
 	"$TERNADM" bench run "$URI" --time 3 --depth "$1" --lanes 1 \
@@ -735,7 +737,7 @@ ring_sizes() {
 		sleep 0.1
 	done
 	wait $pid || bad=1
-	got=$(echo "$lines" | sed -n 's/.* \(re[a-z]*\) recv \([0-9]*\) .* mrs \([0-9]*\) peer_recv \([0-9]*\)$/\1 recv \2 mrs \3 peer_recv \4/p' | sort)
+	got=$(echo "$lines" | sed -n 's/.* \(re[a-z]*\) recv \([0-9]*\) .* sq \([0-9]*\) mrs \([0-9]*\) peer_recv \([0-9]*\)$/\1 recv \2 sq \3 mrs \4 peer_recv \5/p' | sort)
 	want=$(printf 'requester %s\nresponder %s' "$3" "$4")
 	echo "depth $1 size $2: $(echo "$got" | tr '\n' ';')"
 	[ "$got" = "$want" ] || { echo "want $(echo "$want" | tr '\n' ';')"; bad=1; }
@@ -747,16 +749,17 @@ ring_sizes() {
 # data (one per 256 pages, one page more off page boundaries); its
 # responder posts as many receive buffers as the requester announced.
 # At the default depth (128) both stop at recv_depth (64) and the
-# requester at mr_count (128).
+# requester at mr_count (128). The send queue keeps two entries per MR
+# on the requester, rw_ctxs (256) for RDMA READ/WRITE on the responder.
 rings_by_depth() {
 	local bad=0
 	zc_snap
-	ring_sizes 4 64k "recv 12 mrs 4 peer_recv 12" \
-		"recv 12 mrs 0 peer_recv 12" || bad=1
-	ring_sizes 4 1m "recv 12 mrs 8 peer_recv 12" \
-		"recv 12 mrs 0 peer_recv 12" || bad=1
-	ring_sizes 128 4k "recv 64 mrs 128 peer_recv 64" \
-		"recv 64 mrs 0 peer_recv 64" || bad=1
+	ring_sizes 4 64k "recv 12 sq 8 mrs 4 peer_recv 12" \
+		"recv 12 sq 256 mrs 0 peer_recv 12" || bad=1
+	ring_sizes 4 1m "recv 12 sq 16 mrs 8 peer_recv 12" \
+		"recv 12 sq 256 mrs 0 peer_recv 12" || bad=1
+	ring_sizes 128 4k "recv 64 sq 256 mrs 128 peer_recv 64" \
+		"recv 64 sq 256 mrs 0 peer_recv 64" || bad=1
 	zc_quiet || bad=1
 	return $bad
 }
@@ -822,7 +825,7 @@ ktap_check "zero-copy with 6 MRs of 4 pages per lane: several MRs per request, i
 	zc_few_mrs
 ktap_check "8 send and 8 receive buffers per lane at depth 32: SENDs reaped by later signaled ones, credit stalls; 2 send buffers and a 16-entry send queue: RDMA READ/WRITE wait for queue entries; verified, no reconnect or RNR" \
 	zc_small_rings
-ktap_check "queues by session depth: depth 4 posts 12 receive buffers each side, 4 MRs (8 for 1M requests); depth 128 stops at recv_depth 64 and mr_count 128" \
+ktap_check "queues by session depth: depth 4 posts 12 receive buffers each side, 4 MRs (8 for 1M requests); depth 128 stops at recv_depth 64 and mr_count 128; send queue room for MRs on the requester, for rdma_rw on the responder only" \
 	rings_by_depth
 ktap_check "inline data above inline_copy_max sent from its pages: 4k yes (4096 bytes each), 1k and inline_copy_max=65536 no, verified" \
 	zc_inline_refs
