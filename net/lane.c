@@ -224,7 +224,8 @@ EXPORT_SYMBOL_GPL(tern_lane_inline_max);
 /**
  * tern_lane_queue_depth - how much a requester lane may have in flight
  * @lane: the lane
- * @max_data: set to the most data one request or reply carries, in bytes
+ * @max_data: if not NULL, set to the most data one request or reply
+ *	carries, in bytes
  *
  * What the session asked for (&tern_session_opts.queue_depth, max_data);
  * the responder may grant less, never more. Known from before
@@ -238,10 +239,12 @@ unsigned int tern_lane_queue_depth(struct tern_lane *lane, u32 *max_data)
 	struct tern_core_lane *cl = to_core_lane(lane);
 
 	if (!cl->requester || !cl->sess) {
-		*max_data = 0;
+		if (max_data)
+			*max_data = 0;
 		return 0;
 	}
-	*max_data = cl->sess->opts.max_data;
+	if (max_data)
+		*max_data = cl->sess->opts.max_data;
 	return cl->sess->opts.queue_depth;
 }
 EXPORT_SYMBOL_GPL(tern_lane_queue_depth);

@@ -71,7 +71,7 @@ MODULE_PARM_DESC(buf_size,
 unsigned int tern_rdma_recv_depth = 64;
 module_param_named(recv_depth, tern_rdma_recv_depth, uint, 0444);
 MODULE_PARM_DESC(recv_depth,
-		 "Receive buffers posted per lane: the peer's credits, 8..1024 (default 64)");
+		 "Most receive buffers a lane posts, the peer's credits; fewer where its session's queue depth needs fewer, 8..1024 (default 64)");
 
 unsigned int tern_rdma_send_depth = 32;
 module_param_named(send_depth, tern_rdma_send_depth, uint, 0444);
@@ -101,7 +101,7 @@ MODULE_PARM_DESC(inline_copy_max,
 unsigned int tern_rdma_mr_count = 128;
 module_param_named(mr_count, tern_rdma_mr_count, uint, 0444);
 MODULE_PARM_DESC(mr_count,
-		 "Fast registration MRs per lane, 0 disables zero-copy sends (default 128)");
+		 "Most fast registration MRs a requester lane keeps; fewer where its session's queue depth needs fewer, 0 disables zero-copy sends (default 128)");
 
 unsigned int tern_rdma_mr_pages = 256;
 module_param_named(mr_pages, tern_rdma_mr_pages, uint, 0444);
@@ -111,7 +111,7 @@ MODULE_PARM_DESC(mr_pages,
 unsigned int tern_rdma_rw_ctxs = 256;
 module_param_named(rw_ctxs, tern_rdma_rw_ctxs, uint, 0444);
 MODULE_PARM_DESC(rw_ctxs,
-		 "Send queue room per lane for RDMA READ/WRITE work requests (default 256)");
+		 "Send queue room per accepted lane for RDMA READ/WRITE work requests (default 256)");
 
 static unsigned int tern_rdma_rx_batch = 8;
 module_param_named(rx_batch, tern_rdma_rx_batch, uint, 0644);

@@ -164,15 +164,18 @@ static void tern_rdma_size_recv(struct tern_rdma_lane *tl, unsigned int want)
  * A requester's MRs: one request of the session's largest data takes one
  * per tl->mr_max_pages pages (a buffer off page boundaries one page
  * more); enough for its whole queue depth, at most tern_rdma.mr_count.
- * Short of MRs a request sends its data inline.
+ * Short of MRs a request sends its data inline; without FRWR all do.
  */
 static unsigned int tern_rdma_mrs_wanted(struct tern_rdma_lane *tl)
 {
 	unsigned int cap = READ_ONCE(tern_rdma_mr_count), depth, per_req;
 	u32 max_data;
 
+	if (!tl->mr_max_pages ||
+	    !(tl->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS))
+		return 0;
 	depth = tern_lane_queue_depth(tl->lane, &max_data);
-	if (!depth || !tl->mr_max_pages)
+	if (!depth)
 		return cap;
 	per_req = DIV_ROUND_UP(DIV_ROUND_UP(max_data, PAGE_SIZE) + 1,
 			       tl->mr_max_pages);
@@ -359,8 +362,7 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	tl->tx_max_sge = min_t(u32, attr.cap.max_send_sge, TERN_RDMA_SEND_SGE);
 
 	/* FRWR for our own buffers; without it requests carry data inline */
-	if (nr_mrs && tl->mr_max_pages &&
-	    (tl->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)) {
+	if (nr_mrs) {
 		err = ib_mr_pool_init(id->qp, &tl->mrs, nr_mrs,
 				      IB_MR_TYPE_MEM_REG, tl->mr_max_pages, 0);
 		if (err)
@@ -512,7 +514,7 @@ static int tern_rdma_take_priv(struct tern_rdma_lane *tl, const void *data,
 	if (size < TERN_RDMA_MIN_BUF || size > TERN_RDMA_MAX_BUF ||
 	    count < TERN_RDMA_MIN_RECV || count > TERN_RDMA_MAX_DEPTH)
 		return -EPROTO;
-	tl->peer_recv = count;
+	WRITE_ONCE(tl->peer_recv, count);	/* debugfs reads it */
 	tl->tx_credits = count;
 	tl->tx_chunk = min(size, tl->buf_size);
 	return 0;
@@ -690,14 +692,13 @@ int tern_rdma_connect(struct tern_lane *lane,
 	struct rdma_conn_param param;
 	struct sockaddr_storage dst;
 	struct tern_rdma_lane *tl;
-	u32 max_data;
 	int err;
 
 	tl = tern_rdma_lane_alloc();
 	if (!tl)
 		return -ENOMEM;
 	tl->lane = lane;
-	tern_rdma_size_recv(tl, tern_lane_queue_depth(lane, &max_data) +
+	tern_rdma_size_recv(tl, tern_lane_queue_depth(lane, NULL) +
 			    TERN_RDMA_RECV_SLACK);
 	tl->cm_id = rdma_create_id(&init_net, tern_rdma_cm_handler, tl,
 				   RDMA_PS_TCP, IB_QPT_RC);

@@ -528,7 +528,7 @@ static bool tern_rdma_fill_bufs(struct tern_rdma_lane *tl,
 /*
  * An accepted lane in handshake holds TERN_RDMA_PRE_BUFS buffers each way,
  * enough for the HELLO and its answer, though the peer was promised
- * tern_rdma_recv_depth: it sends nothing else before the HELLO_ACK arrives. When
+ * nr_rbufs: it sends nothing else before the HELLO_ACK arrives. When
  * the core answers with a HELLO_ACK that lets the lane in, the lane gets
  * the rest, and the receive buffers are posted before that answer is.
  * With authentication the lane is let in by the AUTH_ACK, and the two

@@ -226,7 +226,7 @@ bond_state() {
 # fails.
 addr_change() {
 	addr_change_once && return 0
-	echo "bond failover failed: once more on a new bond"
+	ktap_info "bond failover failed once: again on a new bond (see rdma.sh)"
 	addr_change_once
 }
 
@@ -247,15 +247,15 @@ addr_change_once() {
 	wait $pid
 	rc=$?
 	echo "run exit $rc"
-	survived "$rc" "$out" || bad=1
+	survived "$rc" "$out" || { bond_state; bad=1; }
 	rm -f "$out"
 	# ADDR_CHANGE came and lanes reconnected. How many ends count one
 	# depends on the order of events: an end whose peer heard it first
 	# may be torn down before its own arrives (one of 2 lanes, once)
 	zc_moved addr_changes core_reconnects || bad=1
 	# a new session resolves the new MAC
-	"$TERNADM" bench run "$BOND_URI" --count 100 --verify >/dev/null || bad=1
-	[ "$bad" = 0 ] || bond_state
+	"$TERNADM" bench run "$BOND_URI" --count 100 --verify >/dev/null ||
+		{ bond_state; bad=1; }
 	bond_teardown || bad=1
 	return $bad
 }
@@ -727,18 +727,24 @@ zc_small_rings() {
 # "requester REQUESTER" and "responder RESPONDER" (each "recv N sq N
 # mrs N peer_recv N")
 ring_sizes() {
-	local pid lines got want bad=0
+	local pid got want bad=0
+	want=$(printf 'requester %s\nresponder %s' "$3" "$4")
+	# the lanes of the run before are gone
+	for _ in $(seq 50); do
+		[ -z "$(cat "$ZC_LANES")" ] && break
+		sleep 0.1
+	done
 	"$TERNADM" bench run "$URI" --time 3 --depth "$1" --lanes 1 \
 		--size "$2" --dir both --verify >/dev/null &
 	pid=$!
+	# a requester lane is listed from before it connects: wait for the
+	# peer's numbers
 	for _ in $(seq 50); do
-		lines=$(cat "$ZC_LANES")
-		[ "$(echo "$lines" | grep -c "requester\|responder")" = 2 ] && break
+		got=$(sed -n 's/.* \(re[a-z]*\) recv \([0-9]*\) .* sq \([0-9]*\) mrs \([0-9]*\) peer_recv \([0-9]*\)$/\1 recv \2 sq \3 mrs \4 peer_recv \5/p' "$ZC_LANES" | sort)
+		[ "$got" = "$want" ] && break
 		sleep 0.1
 	done
 	wait $pid || bad=1
-	got=$(echo "$lines" | sed -n 's/.* \(re[a-z]*\) recv \([0-9]*\) .* sq \([0-9]*\) mrs \([0-9]*\) peer_recv \([0-9]*\)$/\1 recv \2 sq \3 mrs \4 peer_recv \5/p' | sort)
-	want=$(printf 'requester %s\nresponder %s' "$3" "$4")
 	echo "depth $1 size $2: $(echo "$got" | tr '\n' ';')"
 	[ "$got" = "$want" ] || { echo "want $(echo "$want" | tr '\n' ';')"; bad=1; }
 	return $bad
@@ -753,6 +759,7 @@ ring_sizes() {
 # on the requester, rw_ctxs (256) for RDMA READ/WRITE on the responder.
 rings_by_depth() {
 	local bad=0
+	zc_reload || return 1	# the default limits
 	zc_snap
 	ring_sizes 4 64k "recv 12 sq 8 mrs 4 peer_recv 12" \
 		"recv 12 sq 256 mrs 0 peer_recv 12" || bad=1
