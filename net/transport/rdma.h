@@ -238,7 +238,7 @@ struct tern_rdma_lane {
 	u32			port_num;
 	struct ib_cqe		err_cqe;	/* unsignaled work requests */
 	struct list_head	mrs;		/* MR pool */
-	bool			mr_pool;
+	unsigned int		nr_mrs;		/* in it; 0: no pool */
 	/*
 	 * Accepted lanes: no MR pool (only requesters register memory), and
 	 * before the handshake only TERN_RDMA_PRE_BUFS buffers each way hold
@@ -246,7 +246,6 @@ struct tern_rdma_lane {
 	 */
 	bool			accepted;
 	bool			grown;
-	unsigned int		nr_mrs;		/* in the MR pool */
 	unsigned int		mr_max_pages;
 	unsigned int		sq_size;
 	/* the owner of TERN_OWN_BUSY: io_work, or a submitter (push) */

@@ -367,7 +367,6 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 				      IB_MR_TYPE_MEM_REG, tl->mr_max_pages, 0);
 		if (err)
 			goto out_qp;
-		tl->mr_pool = true;
 		tl->nr_mrs = nr_mrs;
 	}
 
@@ -397,9 +396,9 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 out_qp:
 	/* Flush what was posted before the buffers go away. */
 	ib_drain_qp(id->qp);
-	if (tl->mr_pool)
+	if (tl->nr_mrs)
 		ib_mr_pool_destroy(id->qp, &tl->mrs);
-	tl->mr_pool = false;
+	tl->nr_mrs = 0;
 	rdma_destroy_qp(id);
 	tl->qp_created = false;
 	tern_rdma_free_bufs(tl, tl->sbufs, tl->nr_sbufs, DMA_TO_DEVICE);
@@ -436,9 +435,9 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 							  tl->nr_sbufs]);
 		list_for_each_entry(op, &tl->ops, entry)
 			tern_rdma_op_unmap(tl, op);
-		if (tl->mr_pool)
+		if (tl->nr_mrs)
 			ib_mr_pool_destroy(tl->cm_id->qp, &tl->mrs);
-		tl->mr_pool = false;
+		tl->nr_mrs = 0;
 		rdma_destroy_qp(tl->cm_id);
 		tl->qp_created = false;
 	}
@@ -602,7 +601,7 @@ static int tern_rdma_lane_event(struct tern_rdma_lane *tl,
 		 * and the lane reconnect forever. Fail the connect clearly
 		 * instead; without an MR pool we never send descriptors.
 		 */
-		if (!err && tl->mr_pool && !ev->param.conn.responder_resources) {
+		if (!err && tl->nr_mrs && !ev->param.conn.responder_resources) {
 			pr_warn_ratelimited("%s: peer issues no RDMA READs, zero-copy requests impossible\n",
 					    tern_lane_name(tl->lane));
 			err = -EPROTO;

@@ -253,7 +253,7 @@ struct tern_rdma_op *tern_rdma_reg_prepare(struct tern_rdma_lane *tl,
 	bool to_responder;
 	int left, n, err;
 
-	if (!req || !tl->mr_pool || !tern_lane_remote_data(tl->lane) ||
+	if (!req || !tl->nr_mrs || !tern_lane_remote_data(tl->lane) ||
 	    !(flags & (TERN_WIRE_F_DATA_TO_RESPONDER |
 		       TERN_WIRE_F_DATA_FROM_RESPONDER)))
 		return NULL;
