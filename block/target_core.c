@@ -1046,6 +1046,7 @@ static int tern_tgt_alloc_data(struct tern_srv_req *sreq)
 	sreq->priv = io;
 	sreq->rx_bvec = io->bvec;
 	sreq->rx_nr_bvec = io->nr_bvec;
+	sreq->rx_swappable = true;	/* tern_tgt_io_init()'s data pages */
 	return 0;
 
 discard_put:

@@ -15,7 +15,9 @@
  * is read, as the target does for backend reads and received data. A
  * page still referenced elsewhere when released (a socket's zero-copy
  * send) is not stashed: its reference is dropped and the last holder
- * frees it.
+ * frees it. Transports may receive into such pages too and swap them
+ * with a request's (tern_lane_rx_swap_page()): the ones they keep
+ * posted are counted apart (tern_data_pages_posted()).
  */
 
 #include <linux/debugfs.h>
@@ -44,6 +46,7 @@ struct tern_page_stash {
 };
 
 static DEFINE_PER_CPU(struct tern_page_stash, tern_page_stash);
+static atomic_long_t tern_pages_posted;
 
 /**
  * tern_data_page_alloc - a page for request data, maybe not cleared
@@ -112,7 +115,26 @@ void tern_data_page_free(struct page *page)
 }
 EXPORT_SYMBOL_GPL(tern_data_page_free);
 
-/* Every CPU's counters added up; returns the pages in use. */
+/**
+ * tern_data_pages_posted - data pages a transport keeps for receiving
+ * @delta: pages of tern_data_page_alloc() it now keeps (> 0), or of
+ *	those it gave back with tern_data_page_free() (< 0)
+ *
+ * A transport that receives into data pages (and swaps them with those
+ * of requests, tern_lane_rx_swap_page()) holds them while its lanes
+ * live: they are shown apart from the pages of requests. Process
+ * context; lane setup and teardown, not per I/O.
+ */
+void tern_data_pages_posted(long delta)
+{
+	atomic_long_add(delta, &tern_pages_posted);
+}
+EXPORT_SYMBOL_GPL(tern_data_pages_posted);
+
+/*
+ * Every CPU's counters added up; returns the pages in use by requests,
+ * those posted by transports not counted.
+ */
 static s64 tern_pages_sum(struct tern_page_counts *sum)
 {
 	int cpu;
@@ -127,7 +149,8 @@ static s64 tern_pages_sum(struct tern_page_counts *sum)
 		sum->stashed += st->counts.stashed;
 		sum->freed += st->counts.freed;
 	}
-	return sum->fresh + sum->reused - sum->stashed - sum->freed;
+	return sum->fresh + sum->reused - sum->stashed - sum->freed -
+	       atomic_long_read(&tern_pages_posted);
 }
 
 static int tern_pages_show(struct seq_file *m, void *v)
@@ -135,8 +158,9 @@ static int tern_pages_show(struct seq_file *m, void *v)
 	struct tern_page_counts sum;
 	s64 in_use = tern_pages_sum(&sum);
 
-	seq_printf(m, "in_use %lld\nin_stash %llu\nfresh %llu\nreused %llu\nfreed %llu\n",
-		   in_use, sum.in_stash, sum.fresh, sum.reused, sum.freed);
+	seq_printf(m, "in_use %lld\nposted %ld\nin_stash %llu\nfresh %llu\nreused %llu\nfreed %llu\n",
+		   in_use, atomic_long_read(&tern_pages_posted), sum.in_stash,
+		   sum.fresh, sum.reused, sum.freed);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tern_pages);
@@ -154,7 +178,9 @@ void tern_pages_exit(void)
 	s64 in_use = tern_pages_sum(&sum);
 	int cpu;
 
-	WARN(in_use, "tern: %lld data pages leaked\n", in_use);
+	WARN(in_use || atomic_long_read(&tern_pages_posted),
+	     "tern: %lld data pages leaked, %ld posted\n", in_use,
+	     atomic_long_read(&tern_pages_posted));
 	for_each_possible_cpu(cpu) {
 		struct tern_page_stash *st = per_cpu_ptr(&tern_page_stash, cpu);
 

@@ -867,6 +867,59 @@ int tern_server_rx_request_front(struct tern_core_lane *cl)
 	return 0;
 }
 
+/**
+ * tern_lane_rx_swap_page - take a received page instead of copying it
+ * @lane: the lane; tern_lane_rx_next() just returned the data iterator
+ * @page: a page of tern_data_page_alloc() whose first @len bytes are the
+ *	stream's next bytes, and nothing after them that the caller needs
+ * @len: those bytes
+ *
+ * When the next @len bytes are exactly one entry of a request's data
+ * pages, at offset 0, and those pages are the core's or a swappable
+ * ULP's (&tern_srv_req.rx_swappable), @page takes the place of that
+ * entry's page and the data iterator moves past it. Whoever frees the
+ * request's pages then frees @page.
+ *
+ * Return: the page replaced, now the caller's (a data page of undefined
+ * content); NULL when the bytes must be copied as usual.
+ */
+struct page *tern_lane_rx_swap_page(struct tern_lane *lane, struct page *page,
+				    u32 len)
+{
+	struct tern_lane_rx *rx = &lane->rx;
+	struct iov_iter *iter = &rx->data_iter;
+	struct tern_srv_req *sreq = rx->sreq;
+	struct bio_vec *base, *bv;
+	struct page *old;
+	unsigned int nr;
+
+	if (rx->filling != iter || rx->hdr.type != TERN_WIRE_REQUEST ||
+	    !sreq || sreq->rx_discard || sreq->nr_rdesc ||
+	    !iov_iter_is_bvec(iter) || iter->iov_offset)
+		return NULL;
+	if (sreq->rx_bvec) {
+		if (!sreq->rx_swappable)
+			return NULL;
+		base = sreq->rx_bvec;
+		nr = sreq->rx_nr_bvec;
+	} else {
+		base = sreq->core_bvec;
+		nr = sreq->core_nr_bvec;
+	}
+	/* the iterator walks @base: find its entry there, writable */
+	if (iter->bvec < base || iter->bvec >= base + nr)
+		return NULL;
+	bv = base + (iter->bvec - base);
+	if (bv->bv_offset || bv->bv_len != len || len > PAGE_SIZE ||
+	    len > iov_iter_count(iter))
+		return NULL;
+	old = bv->bv_page;
+	bv->bv_page = page;
+	iov_iter_advance(iter, len);
+	return old;
+}
+EXPORT_SYMBOL_GPL(tern_lane_rx_swap_page);
+
 /* The request and its data are complete: hand it to the ULP. */
 static void tern_srv_req_deliver(struct tern_srv_req *sreq)
 {

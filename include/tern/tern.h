@@ -143,6 +143,10 @@ struct tern_request {
  * @rx_bvec: &tern_endpoint_ops.alloc_data may point this at ULP pages
  *	that receive TO_RESPONDER data directly (no copy in tern_pull())
  * @rx_nr_bvec: entries in @rx_bvec
+ * @rx_swappable: @rx_bvec's pages come from tern_data_page_alloc() and
+ *	go back with tern_data_page_free(): a transport that received the
+ *	data into pages of its own may swap one of those in for an entry's
+ *	page (whole entries at offset 0 only), saving the copy
  * @rx_discard: &tern_endpoint_ops.alloc_data sets it for a request it
  *	will refuse: the TO_RESPONDER data is then received into nothing
  *	(remote data is never pulled), no pages are allocated for it, its
@@ -152,8 +156,8 @@ struct tern_request {
  *
  * Allocated by the core and handed to &tern_endpoint_ops.request. The ULP
  * moves data with tern_pull()/tern_push() and finishes with tern_reply().
- * Fields other than @rx_bvec, @rx_nr_bvec, @rx_discard and @priv are
- * read-only.
+ * Fields other than @rx_bvec, @rx_nr_bvec, @rx_swappable, @rx_discard and
+ * @priv are read-only.
  */
 struct tern_srv_req {
 	struct tern_session	*sess;
@@ -165,6 +169,7 @@ struct tern_srv_req {
 	u32			data_len;
 	struct bio_vec		*rx_bvec;
 	unsigned int		rx_nr_bvec;
+	bool			rx_swappable;
 	bool			rx_discard;
 	void			*priv;
 
@@ -512,6 +517,7 @@ int tern_reply(struct tern_srv_req *req, int status, const void *front,
 /* Responder data pages, recycled uncleared: overwrite what others read. */
 struct page *tern_data_page_alloc(gfp_t gfp);
 void tern_data_page_free(struct page *page);
+void tern_data_pages_posted(long delta);
 
 int tern_parse_uri(const char *uri, char *scheme, size_t scheme_len,
 		   struct sockaddr_storage *addr);

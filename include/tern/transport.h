@@ -10,7 +10,9 @@
  *    tern_lane_rx_next() returns, at most what it wants, and ask again:
  *    the core walks the frame's parts (header, tag, front, data) and
  *    checks each as it fills. When it returns NULL the frame is whole:
- *    call tern_lane_rx_done(). An error (ERR_PTR or negative return)
+ *    call tern_lane_rx_done(). A transport that received into data pages
+ *    of its own may offer one with tern_lane_rx_swap_page() instead of
+ *    copying it. An error (ERR_PTR or negative return)
  *    means: stop and call tern_lane_error(). Call tern_lane_rx_progress()
  *    whenever bytes of a frame arrive: a lane is alive while they do.
  *  - Transmit: tern_lane_tx_next() hands out the next frame; send header,
@@ -199,6 +201,8 @@ static inline struct iov_iter *tern_lane_rx_next(struct tern_lane *lane)
 	return tern_lane_rx_step(lane);
 }
 
+struct page *tern_lane_rx_swap_page(struct tern_lane *lane, struct page *page,
+				    u32 len);
 u32 tern_lane_inline_max(struct tern_lane *lane, bool to_responder,
 			 u32 dflt);
 unsigned int tern_lane_queue_depth(struct tern_lane *lane, u32 *max_data);

@@ -35,9 +35,11 @@ struct tb_front {
 struct tb_buf {
 	struct bio_vec	*bvec;
 	unsigned int	nr;
+	bool		data_pages;	/* tern_data_page_alloc()'s */
 };
 
 int tb_buf_alloc(struct tb_buf *b, u32 len, u32 offset, gfp_t gfp);
+int tb_buf_alloc_data(struct tb_buf *b, u32 len, gfp_t gfp);
 void tb_buf_free(struct tb_buf *b);
 void tb_pattern_fill(const struct bio_vec *bv, unsigned int nr, u32 len,
 		     u64 seed);

@@ -5,7 +5,8 @@
  * One responder endpoint, created by the first SERVE and destroyed when
  * the last listener stops, answers every request with a copy of its
  * front:
- *  - TO_RESPONDER: the data lands in pages we supply from ->alloc_data,
+ *  - TO_RESPONDER: the data lands in pages we supply from ->alloc_data
+ *    (data pages the messenger may swap for those it received into),
  *    tern_pull() then copies nothing; with TB_FRONT_VERIFY in the front
  *    every byte is checked against the pattern (reply status -EILSEQ on a
  *    mismatch).
@@ -223,7 +224,7 @@ static struct tb_echo_data *tb_echo_data_alloc(struct tern_srv_req *sreq,
 	if (!tb_echo_charge(sreq, es, len))
 		return NULL;
 	d = kzalloc(sizeof(*d), GFP_NOIO);
-	if (d && tb_buf_alloc(&d->buf, len, 0, GFP_NOIO)) {
+	if (d && tb_buf_alloc_data(&d->buf, len, GFP_NOIO)) {
 		kfree(d);
 		d = NULL;
 	}
@@ -261,6 +262,7 @@ static int tb_echo_alloc_data(struct tern_srv_req *sreq)
 		return -ENOBUFS;
 	sreq->rx_bvec = d->buf.bvec;
 	sreq->rx_nr_bvec = d->buf.nr;
+	sreq->rx_swappable = true;	/* data pages: tb_buf_alloc_data() */
 	return 0;
 }
 

@@ -17,12 +17,50 @@ void tb_buf_free(struct tb_buf *b)
 {
 	unsigned int i;
 
-	for (i = 0; i < b->nr; i++)
-		if (b->bvec[i].bv_page)
+	for (i = 0; i < b->nr; i++) {
+		if (!b->bvec[i].bv_page)
+			continue;
+		if (b->data_pages)
+			tern_data_page_free(b->bvec[i].bv_page);
+		else
 			__free_page(b->bvec[i].bv_page);
+	}
 	kvfree(b->bvec);
 	b->bvec = NULL;
 	b->nr = 0;
+}
+
+static int tb_buf_fill(struct tb_buf *b, u32 len, u32 offset, gfp_t gfp,
+		       bool data_pages)
+{
+	u32 left = len;
+	unsigned int i;
+
+	b->bvec = NULL;
+	b->nr = 0;
+	b->data_pages = data_pages;
+	if (!len)
+		return 0;
+	i = DIV_ROUND_UP(offset + len, PAGE_SIZE);
+	b->bvec = kvcalloc(i, sizeof(*b->bvec), gfp);
+	if (!b->bvec)
+		return -ENOMEM;
+	b->nr = i;
+	for (i = 0; i < b->nr; i++) {
+		u32 start = i ? 0 : offset;
+		u32 n = min_t(u32, left, PAGE_SIZE - start);
+		struct page *page = data_pages ?
+			tern_data_page_alloc(gfp | __GFP_NOWARN) :
+			alloc_page(gfp | __GFP_NOWARN);
+
+		if (!page) {
+			tb_buf_free(b);
+			return -ENOMEM;
+		}
+		bvec_set_page(&b->bvec[i], page, n, start);
+		left -= n;
+	}
+	return 0;
 }
 
 /**
@@ -36,31 +74,24 @@ void tb_buf_free(struct tb_buf *b)
  */
 int tb_buf_alloc(struct tb_buf *b, u32 len, u32 offset, gfp_t gfp)
 {
-	u32 left = len;
-	unsigned int i;
+	return tb_buf_fill(b, len, offset, gfp, false);
+}
 
-	b->bvec = NULL;
-	b->nr = 0;
-	if (!len)
-		return 0;
-	i = DIV_ROUND_UP(offset + len, PAGE_SIZE);
-	b->bvec = kvcalloc(i, sizeof(*b->bvec), gfp);
-	if (!b->bvec)
-		return -ENOMEM;
-	b->nr = i;
-	for (i = 0; i < b->nr; i++) {
-		u32 start = i ? 0 : offset;
-		u32 n = min_t(u32, left, PAGE_SIZE - start);
-		struct page *page = alloc_page(gfp | __GFP_NOWARN);
-
-		if (!page) {
-			tb_buf_free(b);
-			return -ENOMEM;
-		}
-		bvec_set_page(&b->bvec[i], page, n, start);
-		left -= n;
-	}
-	return 0;
+/**
+ * tb_buf_alloc_data - a buffer of @len bytes in the messenger's data pages
+ * @b: the buffer, empty on return when @len is 0 or on failure
+ * @len: data bytes
+ * @gfp: allocation flags
+ *
+ * The pages may hold anything: the caller writes every byte before it
+ * is read (tern_data_page_alloc()), and the messenger may swap them for
+ * pages it received into (&tern_srv_req.rx_swappable).
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int tb_buf_alloc_data(struct tb_buf *b, u32 len, gfp_t gfp)
+{
+	return tb_buf_fill(b, len, 0, gfp, true);
 }
 
 static inline u64 tb_word(u64 mix, u64 idx)
