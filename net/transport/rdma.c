@@ -143,6 +143,11 @@ module_param_named(inject_long_reply_every, tern_rdma_inject_long_reply_every, u
 MODULE_PARM_DESC(inject_long_reply_every,
 		 "Send a reply of remotely written data claiming more than the requester's buffer with a chance of one in N (0 = off; testing only)");
 
+unsigned int tern_rdma_inject_bad_pad_every;
+module_param_named(inject_bad_pad_every, tern_rdma_inject_bad_pad_every, uint, 0644);
+MODULE_PARM_DESC(inject_bad_pad_every,
+		 "Send a padded request with padding outside the peer's head with a chance of one in N (0 = off; testing only)");
+
 struct workqueue_struct *tern_rdma_wq;
 struct workqueue_struct *tern_rdma_cq_wq;
 DEFINE_PER_CPU(struct tern_rdma_counters, tern_rdma_stats);
@@ -469,6 +474,8 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		TERN_RDMA_COUNTER(inline_fallbacks),
 		TERN_RDMA_COUNTER(inline_refs),
 		TERN_RDMA_COUNTER(inline_ref_bytes),
+		TERN_RDMA_COUNTER(padded_sends),
+		TERN_RDMA_COUNTER(rx_pages_taken),
 		TERN_RDMA_COUNTER(local_invalidates),
 		TERN_RDMA_COUNTER(remote_invalidates),
 		TERN_RDMA_COUNTER(rdma_reads),
@@ -483,6 +490,7 @@ static int tern_rdma_stats_show(struct seq_file *m, void *v)
 		TERN_RDMA_COUNTER(injected_bad_lens),
 		TERN_RDMA_COUNTER(injected_bad_replies),
 		TERN_RDMA_COUNTER(injected_long_replies),
+		TERN_RDMA_COUNTER(injected_bad_pads),
 		TERN_RDMA_COUNTER(qp_fatal_events),
 		TERN_RDMA_COUNTER(addr_changes),
 	};

@@ -49,6 +49,7 @@ extern unsigned int tern_rdma_inject_bad_rkey_every;
 extern unsigned int tern_rdma_inject_bad_len_every;
 extern unsigned int tern_rdma_inject_bad_reply_every;
 extern unsigned int tern_rdma_inject_long_reply_every;
+extern unsigned int tern_rdma_inject_bad_pad_every;
 
 #define TERN_RDMA_MIN_BUF	4096U
 #define TERN_RDMA_MAX_BUF	65536U
@@ -59,6 +60,15 @@ extern unsigned int tern_rdma_inject_long_reply_every;
 #define TERN_RDMA_CQ_BATCH	16	/* completions polled at once */
 #define TERN_RDMA_CQ_BUDGET	256	/* ... per run of the CQ's work */
 #define TERN_RDMA_MAX_DEPTH	1024U
+/*
+ * A receive buffer is a head of TERN_RDMA_RX_HEAD bytes and then pages:
+ * the head holds a message header and a request frame's header, tag and
+ * front, so that a sender that pads a request to the head's end has its
+ * data start a page, which the core may take in place of copying it.
+ */
+#define TERN_RDMA_RX_HEAD	128U
+#define TERN_RDMA_RX_PAGES	DIV_ROUND_UP(TERN_RDMA_MAX_BUF, PAGE_SIZE)
+static_assert(TERN_RDMA_RX_PAGES <= BITS_PER_LONG);	/* pages_mapped */
 /* a SEND: its buffer and, between pieces of it, up to 3 frames' data */
 #define TERN_RDMA_SEND_SGE	8U
 #define TERN_RDMA_SEND_REFS	3U
@@ -87,10 +97,16 @@ struct tern_rdma_buf {
 	struct tern_rdma_lane	*tl;
 	struct list_head	entry;	/* tl->rx_ready */
 	struct llist_node	rx_node;	/* tl->rx_done */
-	void			*addr;
+	void			*addr;	/* send: the buffer; receive: the head */
 	u64			dma;
 	u32			len;	/* receive: bytes received */
 	bool			mapped;
+	/* receive: the pages after the head, page_dma[i] mapped if bit i */
+	unsigned long		pages_mapped;
+	struct page		*pages[TERN_RDMA_RX_PAGES];
+	u64			page_dma[TERN_RDMA_RX_PAGES];
+	/* send: the message pads from here (pad_from), or 0 */
+	u16			pad_from;
 	bool			inv;	/* receive: peer invalidated inv_rkey */
 	u32			inv_rkey;
 	unsigned int		wrs;	/* send: SQ entries freed on completion */
@@ -157,6 +173,8 @@ struct tern_rdma_counters {
 	u64		inline_fallbacks;	/* big data sent inline anyway */
 	u64		inline_refs;		/* inline data sent from its pages */
 	u64		inline_ref_bytes;
+	u64		padded_sends;		/* SENDs padding a request */
+	u64		rx_pages_taken;		/* received pages the core took */
 	u64		local_invalidates;
 	u64		remote_invalidates;
 	u64		rdma_reads;
@@ -171,6 +189,7 @@ struct tern_rdma_counters {
 	u64		injected_bad_lens;
 	u64		injected_bad_replies;
 	u64		injected_long_replies;
+	u64		injected_bad_pads;
 	u64		qp_fatal_events;	/* fatal QP async events */
 	u64		addr_changes;		/* ADDR_CHANGE on a lane's cm_id */
 };
@@ -266,8 +285,11 @@ struct tern_rdma_lane {
 	struct tern_rdma_buf	*sbufs;
 	unsigned int		nr_sbufs;
 	u32			buf_size;	/* ours, both rings */
+	unsigned int		rx_pages;	/* after a receive buffer's head */
 	u32			tx_chunk;	/* bytes per SEND, header included */
 	u32			peer_recv;	/* the peer's receive buffers */
+	u16			version;	/* of the framing: both ends' */
+	u16			peer_head;	/* its head_size: we may pad to it */
 	struct list_head	node;		/* tern_rdma_lane_list, with a queue */
 
 	/* the owner of TERN_OWN_BUSY only */
@@ -299,6 +321,12 @@ struct tern_rdma_listener {
 	/* listen again once the device comes back */
 	struct delayed_work	relisten;
 };
+
+/* Fault injection: true with a chance of one in @n (never for 0). */
+static inline bool tern_rdma_one_in(unsigned int n)
+{
+	return n && get_random_u32_below(n) == 0;
+}
 
 /* rdma.c */
 __printf(2, 3)

@@ -293,6 +293,34 @@ static void tern_rdma_destroy_cq(struct tern_rdma_lane *tl)
 }
 
 /*
+ * A receive buffer is a head and pages, one receive SGE each: as many
+ * pages as buf_size takes, fewer (and so a smaller buf_size) on a
+ * device with fewer receive SGEs. The SENDs of an accepted lane's peer
+ * are cut to the smaller size too.
+ */
+static int tern_rdma_size_bufs(struct tern_rdma_lane *tl)
+{
+	u32 sges = min_t(u32, tl->dev->attrs.max_recv_sge,
+			 1 + TERN_RDMA_RX_PAGES);
+
+	if (sges < 2) {
+		pr_warn_ratelimited("%s: device %s has %u receive SGEs, tern needs 2\n",
+				    tern_lane_name(tl->lane),
+				    dev_name(&tl->dev->dev),
+				    tl->dev->attrs.max_recv_sge);
+		return -EOPNOTSUPP;
+	}
+	tl->rx_pages = min(sges - 1, DIV_ROUND_UP(tl->buf_size -
+						  TERN_RDMA_RX_HEAD,
+						  PAGE_SIZE));
+	tl->buf_size = min(tl->buf_size,
+			   TERN_RDMA_RX_HEAD + tl->rx_pages * (u32)PAGE_SIZE);
+	if (tl->tx_chunk)
+		tl->tx_chunk = min(tl->tx_chunk, tl->buf_size);
+	return 0;
+}
+
+/*
  * The device's PD, then CQ, QP and buffers on the device the cm_id is
  * bound to; receive buffers posted. On failure everything taken here is
  * released again.
@@ -306,6 +334,9 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 
 	tl->dev = id->device;
 	tl->port_num = id->port_num;
+	err = tern_rdma_size_bufs(tl);
+	if (err)
+		return err;
 	tl->mr_max_pages = min_t(u32, READ_ONCE(tern_rdma_mr_pages),
 				 tl->dev->attrs.max_fast_reg_page_list_len);
 	/*
@@ -352,7 +383,7 @@ static int tern_rdma_create_queue(struct tern_rdma_lane *tl)
 	attr.port_num = tl->port_num;
 	attr.cap.max_recv_wr = tl->nr_rbufs + 1;
 	attr.cap.max_send_sge = min_t(u32, tl->dev->attrs.max_send_sge, 32);
-	attr.cap.max_recv_sge = 1;
+	attr.cap.max_recv_sge = 1 + tl->rx_pages;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 	err = rdma_create_qp(id, tl->pd, &attr);
@@ -467,8 +498,9 @@ static void tern_rdma_destroy_queue(struct tern_rdma_lane *tl)
 /*
  * One line per lane: what its queue was sized to (requesters by their
  * session's depth, responders by their requester's receive buffers), the
- * send queue entries kept for MRs or rdma_rw, and the peer's receive
- * buffers, our credits.
+ * pages after each receive buffer's head, the peer's head (we pad
+ * requests to it), the send queue entries kept for MRs or rdma_rw, and
+ * the peer's receive buffers, our credits.
  */
 int tern_rdma_lanes_show(struct seq_file *m, void *v)
 {
@@ -476,10 +508,11 @@ int tern_rdma_lanes_show(struct seq_file *m, void *v)
 
 	mutex_lock(&tern_rdma_lanes_lock);
 	list_for_each_entry(tl, &tern_rdma_lane_list, node)
-		seq_printf(m, "%s %s recv %u send %u buf_size %u sq %u mrs %u peer_recv %u\n",
+		seq_printf(m, "%s %s recv %u send %u buf_size %u pages %u peer_head %u sq %u mrs %u peer_recv %u\n",
 			   tern_lane_name(tl->lane),
 			   tl->accepted ? "responder" : "requester",
 			   tl->nr_rbufs, tl->nr_sbufs, tl->buf_size,
+			   tl->rx_pages, READ_ONCE(tl->peer_head),
 			   tl->sq_size, tl->nr_mrs, READ_ONCE(tl->peer_recv));
 	mutex_unlock(&tern_rdma_lanes_lock);
 	return 0;
@@ -490,9 +523,13 @@ static void tern_rdma_fill_priv(struct tern_rdma_lane *tl,
 {
 	memset(priv, 0, sizeof(*priv));
 	priv->magic = cpu_to_le32(TERN_RDMA_CM_MAGIC);
-	priv->version = cpu_to_le16(TERN_RDMA_VERSION);
+	/* a responder answers in the requester's version */
+	priv->version = cpu_to_le16(tl->accepted ? tl->version :
+				    TERN_RDMA_VERSION);
 	priv->recv_count = cpu_to_le16(tl->nr_rbufs);
 	priv->buf_size = cpu_to_le32(tl->buf_size);
+	if (le16_to_cpu(priv->version) >= 2)
+		priv->head_size = cpu_to_le16(TERN_RDMA_RX_HEAD);
 }
 
 /* Check the peer's private data and set up credits and the SEND size. */
@@ -500,20 +537,28 @@ static int tern_rdma_take_priv(struct tern_rdma_lane *tl, const void *data,
 			       u8 len)
 {
 	const struct tern_rdma_cm_priv *priv = data;
-	u32 size, count;
+	u32 size, count, head, version;
 
 	if (!data || len < sizeof(*priv))
 		return -EPROTO;
 	if (le32_to_cpu(priv->magic) != TERN_RDMA_CM_MAGIC || priv->reserved)
 		return -EPROTO;
-	if (le16_to_cpu(priv->version) != TERN_RDMA_VERSION)
+	version = le16_to_cpu(priv->version);
+	/* an answer is in our version or the older one we asked in */
+	if (version < TERN_RDMA_VERSION_MIN || version > TERN_RDMA_VERSION)
 		return -EPROTONOSUPPORT;
 	size = le32_to_cpu(priv->buf_size);
 	count = le16_to_cpu(priv->recv_count);
+	head = le16_to_cpu(priv->head_size);
 	if (size < TERN_RDMA_MIN_BUF || size > TERN_RDMA_MAX_BUF ||
-	    count < TERN_RDMA_MIN_RECV || count > TERN_RDMA_MAX_DEPTH)
+	    count < TERN_RDMA_MIN_RECV || count > TERN_RDMA_MAX_DEPTH ||
+	    (head && (version < 2 ||
+		      head <= sizeof(struct tern_rdma_msg_hdr) ||
+		      head >= size)))
 		return -EPROTO;
 	WRITE_ONCE(tl->peer_recv, count);	/* debugfs reads it */
+	tl->version = version;
+	WRITE_ONCE(tl->peer_head, head);
 	tl->tx_credits = count;
 	tl->tx_chunk = min(size, tl->buf_size);
 	return 0;

@@ -166,11 +166,6 @@ static int tern_rdma_bvec_sgt(struct sg_table *sgt, const struct bio_vec *bv,
 	return 0;
 }
 
-static bool tern_rdma_one_in(unsigned int n)
-{
-	return n && get_random_u32_below(n) == 0;
-}
-
 /*
  * Fault injection: spoil one descriptor of a registered request as it
  * goes on the wire (the MR itself is left alone). A key of the same MR

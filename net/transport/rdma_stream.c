@@ -108,20 +108,45 @@ void tern_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 int tern_rdma_post_recv(struct tern_rdma_lane *tl,
 			struct tern_rdma_buf *buf)
 {
-	struct ib_sge sge = {
-		.addr = buf->dma,
-		.length = tl->buf_size,
-		.lkey = tl->pd->local_dma_lkey,
-	};
+	struct ib_sge sge[1 + TERN_RDMA_RX_PAGES];
+	u32 left = tl->buf_size - TERN_RDMA_RX_HEAD;
 	struct ib_recv_wr wr = {
 		.wr_cqe = &buf->cqe,
-		.sg_list = &sge,
-		.num_sge = 1,
+		.sg_list = sge,
+		.num_sge = 1 + tl->rx_pages,
 	};
+	unsigned int i;
 
-	ib_dma_sync_single_for_device(tl->dev, buf->dma, tl->buf_size,
+	sge[0].addr = buf->dma;
+	sge[0].length = TERN_RDMA_RX_HEAD;
+	sge[0].lkey = tl->pd->local_dma_lkey;
+	ib_dma_sync_single_for_device(tl->dev, buf->dma, TERN_RDMA_RX_HEAD,
 				      DMA_FROM_DEVICE);
+	for (i = 0; i < tl->rx_pages; i++) {
+		sge[i + 1].addr = buf->page_dma[i];
+		sge[i + 1].length = min_t(u32, left, PAGE_SIZE);
+		sge[i + 1].lkey = tl->pd->local_dma_lkey;
+		left -= sge[i + 1].length;
+		ib_dma_sync_single_for_device(tl->dev, buf->page_dma[i],
+					      PAGE_SIZE, DMA_FROM_DEVICE);
+	}
 	return ib_post_recv(tl->cm_id->qp, &wr, NULL);
+}
+
+/* The CPU reads the @len bytes received into @buf. */
+static void tern_rdma_rx_sync(struct tern_rdma_lane *tl,
+			      struct tern_rdma_buf *buf, u32 len)
+{
+	unsigned int i;
+
+	ib_dma_sync_single_for_cpu(tl->dev, buf->dma, TERN_RDMA_RX_HEAD,
+				   DMA_FROM_DEVICE);
+	len -= min(len, TERN_RDMA_RX_HEAD);
+	for (i = 0; len; i++) {
+		ib_dma_sync_single_for_cpu(tl->dev, buf->page_dma[i],
+					   PAGE_SIZE, DMA_FROM_DEVICE);
+		len -= min_t(u32, len, PAGE_SIZE);
+	}
 }
 
 /* A frame is whole: its reply may end a registration, then it takes effect. */
@@ -137,9 +162,43 @@ static int tern_rdma_rx_frame(struct tern_rdma_lane *tl)
 	return tern_lane_rx_done(tl->lane);
 }
 
-/* Feed @len stream bytes at @p to the core, in order. */
+/*
+ * Page @i of @buf holds @len stream bytes that the core may take whole
+ * (tern_lane_rx_swap_page()); the page it gives back is mapped in its
+ * place. Return: 1 if taken, 0 if not, <0 (the page is then unmapped
+ * and not posted again).
+ */
+static int tern_rdma_rx_give_page(struct tern_rdma_lane *tl,
+				  struct tern_rdma_buf *buf, unsigned int i,
+				  u32 len)
+{
+	struct page *page;
+	u64 dma;
+
+	page = tern_lane_rx_swap_page(tl->lane, buf->pages[i], len);
+	if (!page)
+		return 0;
+	ib_dma_unmap_page(tl->dev, buf->page_dma[i], PAGE_SIZE,
+			  DMA_FROM_DEVICE);
+	__clear_bit(i, &buf->pages_mapped);
+	buf->pages[i] = page;
+	dma = ib_dma_map_page(tl->dev, page, 0, PAGE_SIZE, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(tl->dev, dma))
+		return -ENOMEM;
+	buf->page_dma[i] = dma;
+	__set_bit(i, &buf->pages_mapped);
+	TERN_RDMA_STAT(rx_pages_taken, 1);
+	return 1;
+}
+
+/*
+ * Feed @len stream bytes at @p to the core, in order; @last: the
+ * message's last. When @p starts page @page of @buf (else -1), the core
+ * may take the page instead.
+ */
 static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
-			     size_t len)
+			     size_t len, bool last, struct tern_rdma_buf *buf,
+			     int page)
 {
 	struct iov_iter *iter;
 	size_t n;
@@ -150,7 +209,7 @@ static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
 		if (IS_ERR(iter))
 			return PTR_ERR(iter);
 		if (!iter) {
-			tl->rx_msg_end = !len;
+			tl->rx_msg_end = last && !len;
 			ret = tern_rdma_rx_frame(tl);
 			if (ret)
 				return ret;
@@ -158,6 +217,16 @@ static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
 		}
 		if (!len)
 			return 0;
+		if (page >= 0) {
+			ret = tern_rdma_rx_give_page(tl, buf, page, len);
+			if (ret < 0)
+				return ret;
+			page = -1;
+			if (ret) {
+				len = 0;	/* a frame may be whole now */
+				continue;
+			}
+		}
 		n = min(len, iov_iter_count(iter));
 		if (tern_rdma_copy_to_kiter(p, n, iter) != n)
 			return -EFAULT;
@@ -166,19 +235,53 @@ static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
 	}
 }
 
+/*
+ * A DATA message's stream bytes: those in the head (up to pad_from if
+ * the sender padded), then those in each page.
+ */
+static int tern_rdma_rx_payload(struct tern_rdma_lane *tl,
+				struct tern_rdma_buf *buf, u32 pad_from)
+{
+	u32 in_head = min(buf->len, TERN_RDMA_RX_HEAD);
+	u32 left = buf->len - in_head, n;
+	unsigned int i;
+	int ret;
+
+	if (pad_from)
+		in_head = pad_from;
+	ret = tern_rdma_rx_feed(tl, (const u8 *)buf->addr +
+				sizeof(struct tern_rdma_msg_hdr),
+				in_head - sizeof(struct tern_rdma_msg_hdr),
+				!left, NULL, -1);
+	for (i = 0; left && !ret; i++) {
+		n = min_t(u32, left, PAGE_SIZE);
+		left -= n;
+		ret = tern_rdma_rx_feed(tl, page_address(buf->pages[i]), n,
+					!left, buf, i);
+	}
+	return ret;
+}
+
 /* Validate one received message, take its credits, feed its payload. */
 static int tern_rdma_rx_msg(struct tern_rdma_lane *tl,
 			    struct tern_rdma_buf *buf)
 {
 	const struct tern_rdma_msg_hdr *h = buf->addr;
-	u32 credits;
+	u32 credits, pad_from;
 
 	if (buf->len < sizeof(*h) || buf->len > tl->buf_size)
 		return tern_rdma_proto_err(tl, "message of %u bytes", buf->len);
-	if (le16_to_cpu(h->magic) != TERN_RDMA_MSG_MAGIC || h->flags ||
-	    h->reserved)
+	if (le16_to_cpu(h->magic) != TERN_RDMA_MSG_MAGIC || h->flags)
 		return tern_rdma_proto_err(tl, "bad message header %*ph",
 					   (int)sizeof(*h), h);
+	/* padding: only if we announced a head, inside it, data after it */
+	pad_from = le16_to_cpu(h->pad_from);
+	if (pad_from && (tl->version < 2 || h->type != TERN_RDMA_MSG_DATA ||
+			 pad_from <= sizeof(*h) ||
+			 pad_from > TERN_RDMA_RX_HEAD ||
+			 buf->len <= TERN_RDMA_RX_HEAD))
+		return tern_rdma_proto_err(tl, "padding from %u in a message of %u bytes",
+					   pad_from, buf->len);
 	credits = le16_to_cpu(h->credits);
 	if (credits > tl->peer_recv - tl->tx_credits)
 		return tern_rdma_proto_err(tl, "%u credits granted, %u held of %u",
@@ -195,8 +298,7 @@ static int tern_rdma_rx_msg(struct tern_rdma_lane *tl,
 		if (buf->len == sizeof(*h))
 			return tern_rdma_proto_err(tl, "empty data message");
 		tern_lane_rx_progress(tl->lane);
-		return tern_rdma_rx_feed(tl, (const u8 *)(h + 1),
-					 buf->len - sizeof(*h));
+		return tern_rdma_rx_payload(tl, buf, pad_from);
 	}
 	return tern_rdma_proto_err(tl, "message type %u", h->type);
 }
@@ -220,8 +322,7 @@ int tern_rdma_recv_step(struct tern_rdma_lane *tl)
 		return 0;
 	list_del_init(&buf->entry);
 
-	ib_dma_sync_single_for_cpu(tl->dev, buf->dma, tl->buf_size,
-				   DMA_FROM_DEVICE);
+	tern_rdma_rx_sync(tl, buf, min(buf->len, tl->buf_size));
 	tl->rx_inv = buf->inv;
 	tl->rx_inv_rkey = buf->inv_rkey;
 	ret = tern_rdma_rx_msg(tl, buf);
@@ -380,11 +481,30 @@ static void tern_rdma_sge_buf(struct tern_rdma_lane *tl,
 }
 
 /*
+ * Padding that puts a request's data where the peer's receive buffer
+ * pages start (its head_size), so that the peer's core may take the
+ * pages instead of copying the data: only for a request first in its
+ * SEND, whose head fits the peer's head and whose data fits after it.
+ */
+static u32 tern_rdma_pad(struct tern_rdma_lane *tl,
+			 const struct tern_frame *f, size_t len, size_t head,
+			 u32 data)
+{
+	if (!tl->peer_head || f->hdr.type != TERN_WIRE_REQUEST ||
+	    len != sizeof(struct tern_rdma_msg_hdr) ||
+	    len + head > tl->peer_head ||
+	    tl->peer_head + data > tl->tx_chunk)
+		return 0;
+	return tl->peer_head - (len + head);
+}
+
+/*
  * Put all of tl->tx_frame into the SEND of @buf, its header and front
- * copied at *@off, its data as SEND pieces of its own pages; *@len is the
- * message length so far. The frame is held in buf->refs. If a page will
- * not map, the data is left for copying (tl->tx_ref cleared). Return: 1
- * when the frame is in, 0 when it does not fit beside what is there.
+ * copied at *@off (then padding, see tern_rdma_pad()), its data as SEND
+ * pieces of its own pages; *@len is the message length so far. The frame
+ * is held in buf->refs. If a page will not map, the data is left for
+ * copying (tl->tx_ref cleared). Return: 1 when the frame is in, 0 when
+ * it does not fit beside what is there.
  */
 static int tern_rdma_ref_frame(struct tern_rdma_lane *tl,
 			       struct tern_rdma_buf *buf, size_t *off,
@@ -393,6 +513,7 @@ static int tern_rdma_ref_frame(struct tern_rdma_lane *tl,
 	struct tern_frame *f = tl->tx_frame;
 	size_t head = sizeof(f->hdr) + tern_frame_front_len(f);
 	u32 data = iov_iter_count(&tl->tx_data), left = data;
+	u32 pad = tern_rdma_pad(tl, f, *len, head, data);
 	const struct bio_vec *bv;
 	struct tern_rdma_ref *ref;
 	unsigned int i, first;
@@ -400,15 +521,21 @@ static int tern_rdma_ref_frame(struct tern_rdma_lane *tl,
 	u32 l, pos;
 	u64 dma;
 
-	if (head + data > tl->tx_chunk - *len ||
+	if (head + pad + data > tl->tx_chunk - *len ||
 	    buf->nr_sge + tl->tx_ref_sges + 2 > tl->tx_max_sge ||
 	    buf->nr_refs == TERN_RDMA_SEND_REFS)
 		return 0;
 	/* room for exactly the head: nothing of the data is copied */
 	tern_rdma_copy_frame(tl, (u8 *)buf->addr + *off, head);
-	tern_rdma_sge_buf(tl, buf, *off, head);
-	*off += head;
-	*len += head;
+	if (pad) {
+		/* zeros, not what the buffer held before */
+		memset((u8 *)buf->addr + *off + head, 0, pad);
+		buf->pad_from = *len + head;
+		TERN_RDMA_STAT(padded_sends, 1);
+	}
+	tern_rdma_sge_buf(tl, buf, *off, head + pad);
+	*off += head + pad;
+	*len += head + pad;
 
 	first = buf->nr_sge;
 	for (i = 0; i < f->nr_bvec && left; i++) {
@@ -502,25 +629,53 @@ static int tern_rdma_tx_prepare(struct tern_rdma_lane *tl, unsigned int *wrs)
 	return 0;
 }
 
-/* Memory for buffers @from to @to - 1 of @bufs; false if out of it. */
+/* A receive buffer's pages after its head, mapped. */
+static bool tern_rdma_fill_pages(struct tern_rdma_lane *tl,
+				 struct tern_rdma_buf *buf, gfp_t gfp)
+{
+	unsigned int i;
+	u64 dma;
+
+	for (i = 0; i < tl->rx_pages; i++) {
+		buf->pages[i] = tern_data_page_alloc(gfp);
+		if (!buf->pages[i])
+			return false;
+		tern_data_pages_posted(1);
+		dma = ib_dma_map_page(tl->dev, buf->pages[i], 0, PAGE_SIZE,
+				      DMA_FROM_DEVICE);
+		if (ib_dma_mapping_error(tl->dev, dma))
+			return false;
+		buf->page_dma[i] = dma;
+		__set_bit(i, &buf->pages_mapped);
+	}
+	return true;
+}
+
+/*
+ * Memory for buffers @from to @to - 1 of @bufs; false if out of it. A
+ * send buffer is buf_size bytes in one piece, a receive buffer a head
+ * and pages (TERN_RDMA_RX_HEAD).
+ */
 static bool tern_rdma_fill_bufs(struct tern_rdma_lane *tl,
 				struct tern_rdma_buf *bufs, unsigned int from,
 				unsigned int to, enum dma_data_direction dir,
 				gfp_t gfp)
 {
+	u32 size = dir == DMA_FROM_DEVICE ? TERN_RDMA_RX_HEAD : tl->buf_size;
 	unsigned int i;
 
 	for (i = from; i < to; i++) {
 		struct tern_rdma_buf *buf = &bufs[i];
 
-		buf->addr = kmalloc(tl->buf_size, gfp);
+		buf->addr = kmalloc(size, gfp);
 		if (!buf->addr)
 			return false;
-		buf->dma = ib_dma_map_single(tl->dev, buf->addr, tl->buf_size,
-					     dir);
+		buf->dma = ib_dma_map_single(tl->dev, buf->addr, size, dir);
 		if (ib_dma_mapping_error(tl->dev, buf->dma))
 			return false;
 		buf->mapped = true;
+		if (dir == DMA_FROM_DEVICE && !tern_rdma_fill_pages(tl, buf, gfp))
+			return false;
 	}
 	return true;
 }
@@ -591,6 +746,7 @@ int tern_rdma_send_step(struct tern_rdma_lane *tl)
 		return 0;	/* accepted, in handshake: see tern_rdma_grow() */
 	buf->wrs = 0;
 	buf->op = NULL;
+	buf->pad_from = 0;
 	buf->sge[0].addr = buf->dma;
 	buf->sge[0].length = sizeof(*h);
 	buf->sge[0].lkey = tl->pd->local_dma_lkey;
@@ -673,7 +829,15 @@ int tern_rdma_send_step(struct tern_rdma_lane *tl)
 	h->magic = cpu_to_le16(TERN_RDMA_MSG_MAGIC);
 	h->flags = 0;
 	h->credits = cpu_to_le16(tl->grant_pending);
-	h->reserved = 0;
+	h->pad_from = cpu_to_le16(buf->pad_from);
+	if (buf->pad_from &&
+	    unlikely(tern_rdma_one_in(READ_ONCE(tern_rdma_inject_bad_pad_every)))) {
+		/* inside our message header or past the peer's head */
+		h->pad_from = cpu_to_le16(get_random_u32_below(2) ?
+					  1 + get_random_u32_below(sizeof(*h)) :
+					  tl->peer_head + 1);
+		TERN_RDMA_STAT(injected_bad_pads, 1);
+	}
 
 	wr.wr_cqe = &buf->cqe;
 	wr.sg_list = buf->sge;
@@ -716,15 +880,24 @@ void tern_rdma_free_bufs(struct tern_rdma_lane *tl,
 			 struct tern_rdma_buf *bufs, unsigned int nr,
 			 enum dma_data_direction dir)
 {
-	unsigned int i;
+	u32 size = dir == DMA_FROM_DEVICE ? TERN_RDMA_RX_HEAD : tl->buf_size;
+	struct tern_rdma_buf *buf;
+	unsigned int i, j;
 
 	if (!bufs)
 		return;
 	for (i = 0; i < nr; i++) {
-		if (bufs[i].mapped)
-			ib_dma_unmap_single(tl->dev, bufs[i].dma, tl->buf_size,
-					    dir);
-		kfree(bufs[i].addr);
+		buf = &bufs[i];
+		if (buf->mapped)
+			ib_dma_unmap_single(tl->dev, buf->dma, size, dir);
+		kfree(buf->addr);
+		for (j = 0; j < ARRAY_SIZE(buf->pages) && buf->pages[j]; j++) {
+			if (test_bit(j, &buf->pages_mapped))
+				ib_dma_unmap_page(tl->dev, buf->page_dma[j],
+						  PAGE_SIZE, DMA_FROM_DEVICE);
+			tern_data_page_free(buf->pages[j]);
+			tern_data_pages_posted(-1);
+		}
 	}
 	kfree(bufs);
 }

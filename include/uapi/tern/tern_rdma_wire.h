@@ -13,7 +13,9 @@
 
 #define TERN_RDMA_MSG_MAGIC	0x5254		/* "TR" read as LE u16 */
 #define TERN_RDMA_CM_MAGIC	0x4d445254	/* "TRDM" read as LE u32 */
-#define TERN_RDMA_VERSION	1
+/* 2: a receiver may announce head_size, a sender may pad (pad_from) */
+#define TERN_RDMA_VERSION	2
+#define TERN_RDMA_VERSION_MIN	1
 
 enum tern_rdma_msg_type {
 	TERN_RDMA_MSG_DATA	= 1,	/* header + frame stream bytes */
@@ -25,7 +27,13 @@ struct tern_rdma_msg_hdr {
 	__u8	type;		/* enum tern_rdma_msg_type */
 	__u8	flags;		/* zero */
 	__le16	credits;	/* receive buffers newly posted for the peer */
-	__le16	reserved;	/* zero */
+	/*
+	 * Nonzero: the stream stops at this message offset and goes on at
+	 * the receiver's head_size, where the data of a request's frame
+	 * starts; the bytes between are padding. Only if the receiver
+	 * announced a head_size.
+	 */
+	__le16	pad_from;
 };
 
 /* rdma_cm private data of the connect request and of the accept. */
@@ -34,7 +42,9 @@ struct tern_rdma_cm_priv {
 	__le16	version;	/* TERN_RDMA_VERSION */
 	__le16	recv_count;	/* receive buffers posted: initial credits */
 	__le32	buf_size;	/* bytes per receive buffer, header included */
-	__le32	reserved;	/* zero */
+	/* version 2: bytes of a receive buffer before its pages; 0: none */
+	__le16	head_size;
+	__le16	reserved;	/* zero */
 };
 
 #ifdef __KERNEL__

@@ -351,6 +351,25 @@ both_transports() {
 	return $rc
 }
 
+# 4k block writes over rdma go padded and the target's bios take the
+# pages they were received into: 1024 writes at QD1, each padded and its
+# page taken, read back verified (crc32c), no reconnect.
+blk_rx_pages() {
+	local d rc=0 p t
+	d=$(blk_map "transport=rdma,address=$ADDR0,service=$BLK_PORT,export=rvol0,lanes=1,queue_depth=8") ||
+		return 1
+	zc_snap
+	fio --name=rxp --filename="/dev/$d" --rw=randwrite --bs=4k --iodepth=1 \
+		--ioengine=libaio --direct=1 --size=4M --verify=crc32c \
+		--do_verify=1 --verify_fatal=1 --output=/dev/null || rc=1
+	p=$(zc_delta padded_sends) t=$(zc_delta rx_pages_taken)
+	echo "1024 writes: padded $p, pages taken $t"
+	[ "$p" -ge 1024 ] && [ "$t" = "$p" ] || rc=1
+	zc_quiet || rc=1
+	unmap "$d" || rc=1
+	return $rc
+}
+
 # One lane, 4k reads (inline replies) and 64k reads and writes (replies
 # sent as SEND_WITH_INV) at once: the target packs replies of both kinds
 # into one SEND, and the invalidation belongs only to the reply that
@@ -654,6 +673,71 @@ zc_inline_refs() {
 	return $bad
 }
 
+# rx_pages_run SIZE OPTIONS...: a verified bench run of SIZE requester to
+# responder; echo how many SENDs were padded and how many received pages
+# the responder's core took
+rx_pages_run() {
+	local size=$1 out rc
+	shift
+	out=$(mktemp)
+	zc_snap
+	"$TERNADM" bench run "$URI" --json --size "$size" --dir to --verify \
+		"$@" > "$out" 2>&1
+	rc=$?
+	zc_clean "$out" >&2 || rc=1
+	rm -f "$out"
+	echo "$(zc_delta padded_sends) $(zc_delta rx_pages_taken)"
+	return $rc
+}
+
+# Write data of 1k..4k goes inline, padded so that it starts a page of
+# the responder's receive buffer, which the responder's core takes in
+# place of copying the data: at depth 1 every 4k and 2k request is
+# padded and each one's page taken; at depth 16 on two lanes, with data
+# CRCs, every padded one still is. 1k data is copied into the SEND and
+# 8k goes by RDMA READ: neither is padded. All verified, no reconnect.
+rx_pages() {
+	local r s bad=0
+	zc_snap
+	for s in 4k 2k; do
+		r=$(rx_pages_run $s --count 200 --depth 1) || bad=1
+		echo "$s depth 1: $r (padded, taken)"
+		[ "${r% *}" -ge 200 ] && [ "${r#* }" = "${r% *}" ] || bad=1
+	done
+	r=$(rx_pages_run 4k --time 2 --depth 16 --lanes 2 --crc) || bad=1
+	echo "4k depth 16 crc: $r"
+	[ "${r% *}" -gt 0 ] && [ "${r#* }" = "${r% *}" ] || bad=1
+	for s in 1k 8k; do
+		r=$(rx_pages_run $s --count 200 --depth 4) || bad=1
+		echo "$s: $r"
+		[ "${r% *}" = 0 ] || bad=1
+	done
+	zc_quiet || bad=1
+	return $bad
+}
+
+# One padded request in N with its padding starting inside the message
+# header or past the responder's head: each is a protocol error, the
+# lane reconnects and resends, the run ends verified.
+rx_bad_pads() {
+	local out rc bad=0
+	out=$(mktemp)
+	zc_snap
+	echo 20 > "$ZC_PARAMS/inject_bad_pad_every" || return 1
+	"$TERNADM" bench run "$URI" --json --size 4k --dir to --verify \
+		--time 4 --depth 4 > "$out" 2>&1
+	rc=$?
+	echo 0 > "$ZC_PARAMS/inject_bad_pad_every"
+	echo "run exit $rc"
+	[ "$rc" = 0 ] || bad=1
+	zc_clean "$out" || bad=1
+	zc_moved injected_bad_pads core_proto_errors core_reconnects \
+		core_resends || bad=1
+	dmesg | grep -m1 "padding from" || bad=1
+	rm -f "$out"
+	return $bad
+}
+
 # zc_inline_run [--inline-write 0 --inline-read 0]: 200 verified 4k
 # requests both ways; prints the echo service's RDMA READs and WRITEs
 # since zc_snap, which the caller takes (this runs in a subshell)
@@ -806,11 +890,11 @@ gathered_replies() {
 	return $bad
 }
 
-ktap_plan 22
+ktap_plan 25
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || ! command -v rdma >/dev/null; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no ternadm"
-	for _ in $(seq 22); do ktap_skip "no RDMA setup"; done
+	for _ in $(seq 25); do ktap_skip "no RDMA setup"; done
 	ktap_finish
 fi
 
@@ -836,6 +920,10 @@ ktap_check "queues by session depth: depth 4 posts 12 receive buffers each side,
 	rings_by_depth
 ktap_check "inline data above inline_copy_max sent from its pages: 4k yes (4096 bytes each), 1k and inline_copy_max=65536 no, verified" \
 	zc_inline_refs
+ktap_check "write data of 2k and 4k padded to start a page of the responder's receive buffer, the page taken instead of copied (each one at depth 1, each padded one at depth 16 with CRCs); 1k and 8k not padded; verified, no reconnect" \
+	rx_pages
+ktap_check "1 in 20 padded requests with padding in the message header or past the head: protocol error, lane reconnects, resent, verified" \
+	rx_bad_pads
 ktap_check "bench run --inline-write 0 --inline-read 0: 4k data both ways by RDMA READ and WRITE (100 each), none with the defaults, verified, no reconnect" \
 	zc_bench_inline
 ktap_check "replies gathered: under 3 packets per 64-byte message at depth 8; rx_batch=0 verified, no reconnect" \
@@ -843,6 +931,8 @@ ktap_check "replies gathered: under 3 packets per 64-byte message at depth 8; rx
 ktap_check "one RAM disk exported on a TCP port and an RDMA port" blk_setup
 ktap_check "a client over rdma and one over tcp on one export at once: fio verify, halves identical across transports and on the disk, rdma half moved by RDMA READ/WRITE, one tern_rdma PD per device" \
 	both_transports
+ktap_check "4k block writes over rdma: each padded, the target's bio takes the received page, read back verified, no reconnect" \
+	blk_rx_pages
 ktap_check "one rdma lane, inline and zero-copy replies mixed in SENDs: no protocol error, no reconnect" \
 	mixed_replies
 ktap_check "rdma link delete under a block device: I/O fails after loss_timeout=5, no D state; works again when the link is back" \
