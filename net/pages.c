@@ -122,8 +122,8 @@ EXPORT_SYMBOL_GPL(tern_data_page_free);
  *
  * A transport that receives into data pages (and swaps them with those
  * of requests, tern_lane_rx_swap_page()) holds them while its lanes
- * live: they are shown apart from the pages of requests. Process
- * context; lane setup and teardown, not per I/O.
+ * live: they are shown apart from the pages of requests. Any context;
+ * lane setup and teardown, not per I/O.
  */
 void tern_data_pages_posted(long delta)
 {

@@ -909,9 +909,10 @@ struct page *tern_lane_rx_swap_page(struct tern_lane *lane, struct page *page,
 	/* the iterator walks @base: find its entry there, writable */
 	if (iter->bvec < base || iter->bvec >= base + nr)
 		return NULL;
-	bv = base + (iter->bvec - base);
+	bv = &base[iter->bvec - base];
+	/* the old page goes to a device to receive into: nobody else's */
 	if (bv->bv_offset || bv->bv_len != len || len > PAGE_SIZE ||
-	    len > iov_iter_count(iter))
+	    len > iov_iter_count(iter) || page_count(bv->bv_page) != 1)
 		return NULL;
 	old = bv->bv_page;
 	bv->bv_page = page;

@@ -143,10 +143,12 @@ struct tern_request {
  * @rx_bvec: &tern_endpoint_ops.alloc_data may point this at ULP pages
  *	that receive TO_RESPONDER data directly (no copy in tern_pull())
  * @rx_nr_bvec: entries in @rx_bvec
- * @rx_swappable: @rx_bvec's pages come from tern_data_page_alloc() and
- *	go back with tern_data_page_free(): a transport that received the
- *	data into pages of its own may swap one of those in for an entry's
- *	page (whole entries at offset 0 only), saving the copy
+ * @rx_swappable: @rx_bvec's pages come from tern_data_page_alloc(), a
+ *	page per entry, and go back with tern_data_page_free() from
+ *	@rx_bvec: a transport that received the data into pages of its own
+ *	may put one of those in an entry's @bv_page (whole entries at offset
+ *	0 only), saving the copy. The ULP keeps no other pointer to those
+ *	pages (no bio built before &tern_endpoint_ops.request)
  * @rx_discard: &tern_endpoint_ops.alloc_data sets it for a request it
  *	will refuse: the TO_RESPONDER data is then received into nothing
  *	(remote data is never pulled), no pages are allocated for it, its

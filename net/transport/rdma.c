@@ -9,6 +9,10 @@
  * grant; the receiver feeds the bytes after it to the core's receive
  * iterators in order (RC delivers in order), so a frame may span many
  * SENDs and one SEND may carry the tails and heads of several frames.
+ * A receive buffer is a small head and pages: a request whose inline
+ * data leads a SEND is padded so that the data starts the receiver's
+ * first page, which the receiver's core may take for the request
+ * instead of copying it (tern_lane_rx_swap_page()).
  *
  * Credits: each side pre-posts recv_count receive buffers and announces
  * the count and their size in the rdma_cm private data. A sender spends
@@ -66,7 +70,7 @@ MODULE_PARM_DESC(relisten_ms,
 unsigned int tern_rdma_buf_size = 16384;
 module_param_named(buf_size, tern_rdma_buf_size, uint, 0444);
 MODULE_PARM_DESC(buf_size,
-		 "Bytes per send and receive buffer, 4096..65536 (default 16384)");
+		 "Bytes per send and receive buffer, 4096..65536, fewer on a device with few receive SGEs (default 16384)");
 
 unsigned int tern_rdma_recv_depth = 64;
 module_param_named(recv_depth, tern_rdma_recv_depth, uint, 0444);

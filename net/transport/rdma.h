@@ -62,9 +62,10 @@ extern unsigned int tern_rdma_inject_bad_pad_every;
 #define TERN_RDMA_MAX_DEPTH	1024U
 /*
  * A receive buffer is a head of TERN_RDMA_RX_HEAD bytes and then pages:
- * the head holds a message header and a request frame's header, tag and
- * front, so that a sender that pads a request to the head's end has its
- * data start a page, which the core may take in place of copying it.
+ * the head holds a message header and a request frame's header and
+ * front (72 bytes of front; 56 if frames carry tags), so that a sender
+ * that pads a request to the head's end has its data start a page,
+ * which the core may take in place of copying it.
  */
 #define TERN_RDMA_RX_HEAD	128U
 #define TERN_RDMA_RX_PAGES	DIV_ROUND_UP(TERN_RDMA_MAX_BUF, PAGE_SIZE)

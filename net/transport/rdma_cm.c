@@ -295,8 +295,10 @@ static void tern_rdma_destroy_cq(struct tern_rdma_lane *tl)
 /*
  * A receive buffer is a head and pages, one receive SGE each: as many
  * pages as buf_size takes, fewer (and so a smaller buf_size) on a
- * device with fewer receive SGEs. The SENDs of an accepted lane's peer
- * are cut to the smaller size too.
+ * device with fewer receive SGEs. buf_size is what we announce, so the
+ * peer's SENDs shrink with it; an accepted lane, which knows the peer's
+ * size already, cuts its own SENDs (tx_chunk) to ours too, its send
+ * buffers being buf_size bytes.
  */
 static int tern_rdma_size_bufs(struct tern_rdma_lane *tl)
 {
@@ -310,9 +312,9 @@ static int tern_rdma_size_bufs(struct tern_rdma_lane *tl)
 				    tl->dev->attrs.max_recv_sge);
 		return -EOPNOTSUPP;
 	}
-	tl->rx_pages = min(sges - 1, DIV_ROUND_UP(tl->buf_size -
-						  TERN_RDMA_RX_HEAD,
-						  PAGE_SIZE));
+	tl->rx_pages = min_t(u32, sges - 1,
+			     DIV_ROUND_UP(tl->buf_size - TERN_RDMA_RX_HEAD,
+					  PAGE_SIZE));
 	tl->buf_size = min(tl->buf_size,
 			   TERN_RDMA_RX_HEAD + tl->rx_pages * (u32)PAGE_SIZE);
 	if (tl->tx_chunk)
@@ -544,7 +546,12 @@ static int tern_rdma_take_priv(struct tern_rdma_lane *tl, const void *data,
 	if (le32_to_cpu(priv->magic) != TERN_RDMA_CM_MAGIC || priv->reserved)
 		return -EPROTO;
 	version = le16_to_cpu(priv->version);
-	/* an answer is in our version or the older one we asked in */
+	/*
+	 * A responder answers a newer requester in its own version; a
+	 * requester takes an answer in its version or an older one.
+	 */
+	if (tl->accepted)
+		version = min_t(u32, version, TERN_RDMA_VERSION);
 	if (version < TERN_RDMA_VERSION_MIN || version > TERN_RDMA_VERSION)
 		return -EPROTONOSUPPORT;
 	size = le32_to_cpu(priv->buf_size);
@@ -554,7 +561,7 @@ static int tern_rdma_take_priv(struct tern_rdma_lane *tl, const void *data,
 	    count < TERN_RDMA_MIN_RECV || count > TERN_RDMA_MAX_DEPTH ||
 	    (head && (version < 2 ||
 		      head <= sizeof(struct tern_rdma_msg_hdr) ||
-		      head >= size)))
+		      head > TERN_RDMA_MIN_BUF || head >= size)))
 		return -EPROTO;
 	WRITE_ONCE(tl->peer_recv, count);	/* debugfs reads it */
 	tl->version = version;
@@ -824,6 +831,7 @@ static int tern_rdma_accept(struct tern_rdma_listener *tll,
 	tl = tern_rdma_lane_alloc();
 	if (!tl)
 		goto reject;
+	tl->accepted = true;
 	err = tern_rdma_take_priv(tl, ev->param.conn.private_data,
 				  ev->param.conn.private_data_len);
 	if (err) {
@@ -842,7 +850,6 @@ static int tern_rdma_accept(struct tern_rdma_listener *tll,
 		kfree(tl);
 		goto reject;
 	}
-	tl->accepted = true;
 	tl->lane = lane;
 	tl->cm_id = id;
 	id->context = tl;

@@ -183,6 +183,7 @@ static int tern_rdma_rx_give_page(struct tern_rdma_lane *tl,
 	__clear_bit(i, &buf->pages_mapped);
 	buf->pages[i] = page;
 	dma = ib_dma_map_page(tl->dev, page, 0, PAGE_SIZE, DMA_FROM_DEVICE);
+	/* the core has the data: only this buffer (and the lane) is lost */
 	if (ib_dma_mapping_error(tl->dev, dma))
 		return -ENOMEM;
 	buf->page_dma[i] = dma;
@@ -899,7 +900,7 @@ void tern_rdma_free_bufs(struct tern_rdma_lane *tl,
 			tern_data_pages_posted(-1);
 		}
 	}
-	kfree(bufs);
+	kvfree(bufs);
 }
 
 /* @nr buffers, of which the first @fill have memory. */
@@ -913,7 +914,7 @@ struct tern_rdma_buf *tern_rdma_alloc_bufs(struct tern_rdma_lane *tl,
 	struct tern_rdma_buf *bufs;
 	unsigned int i;
 
-	bufs = kcalloc(nr, sizeof(*bufs), GFP_KERNEL);
+	bufs = kvcalloc(nr, sizeof(*bufs), GFP_KERNEL);
 	if (!bufs)
 		return NULL;
 	for (i = 0; i < nr; i++) {

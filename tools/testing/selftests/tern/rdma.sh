@@ -353,7 +353,8 @@ both_transports() {
 
 # 4k block writes over rdma go padded and the target's bios take the
 # pages they were received into: 1024 writes at QD1, each padded and its
-# page taken, read back verified (crc32c), no reconnect.
+# page taken (but RX_SLACK, see rx_pages), read back verified (crc32c),
+# no reconnect.
 blk_rx_pages() {
 	local d rc=0 p t
 	d=$(blk_map "transport=rdma,address=$ADDR0,service=$BLK_PORT,export=rvol0,lanes=1,queue_depth=8") ||
@@ -364,7 +365,8 @@ blk_rx_pages() {
 		--do_verify=1 --verify_fatal=1 --output=/dev/null || rc=1
 	p=$(zc_delta padded_sends) t=$(zc_delta rx_pages_taken)
 	echo "1024 writes: padded $p, pages taken $t"
-	[ "$p" -ge 1024 ] && [ "$t" = "$p" ] || rc=1
+	[ "$p" -ge $((1024 - RX_SLACK)) ] && [ "$t" -ge $((p - RX_SLACK)) ] ||
+		rc=1
 	zc_quiet || rc=1
 	unmap "$d" || rc=1
 	return $rc
@@ -696,17 +698,23 @@ rx_pages_run() {
 # padded and each one's page taken; at depth 16 on two lanes, with data
 # CRCs, every padded one still is. 1k data is copied into the SEND and
 # 8k goes by RDMA READ: neither is padded. All verified, no reconnect.
+# A keepalive PING may share a SEND with a request (before it: not
+# padded; after 2k of data: the page is not the data's alone), so a
+# few may miss (RX_SLACK).
+RX_SLACK=3
 rx_pages() {
 	local r s bad=0
 	zc_snap
 	for s in 4k 2k; do
 		r=$(rx_pages_run $s --count 200 --depth 1) || bad=1
 		echo "$s depth 1: $r (padded, taken)"
-		[ "${r% *}" -ge 200 ] && [ "${r#* }" = "${r% *}" ] || bad=1
+		[ "${r% *}" -ge $((200 - RX_SLACK)) ] &&
+			[ "${r#* }" -ge $((${r% *} - RX_SLACK)) ] || bad=1
 	done
 	r=$(rx_pages_run 4k --time 2 --depth 16 --lanes 2 --crc) || bad=1
 	echo "4k depth 16 crc: $r"
-	[ "${r% *}" -gt 0 ] && [ "${r#* }" = "${r% *}" ] || bad=1
+	[ "${r% *}" -gt 0 ] && [ "${r#* }" -ge $((${r% *} - RX_SLACK)) ] ||
+		bad=1
 	for s in 1k 8k; do
 		r=$(rx_pages_run $s --count 200 --depth 4) || bad=1
 		echo "$s: $r"
