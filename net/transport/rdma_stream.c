@@ -218,16 +218,20 @@ static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
 		}
 		if (!len)
 			return 0;
-		if (page >= 0) {
+		/*
+		 * Only at the page's start, and only request data may be
+		 * taken: no call for anything else.
+		 */
+		if (page >= 0 && iter == &tl->lane->rx.data_iter) {
 			ret = tern_rdma_rx_give_page(tl, buf, page, len);
 			if (ret < 0)
 				return ret;
-			page = -1;
 			if (ret) {
 				len = 0;	/* a frame may be whole now */
 				continue;
 			}
 		}
+		page = -1;
 		n = min(len, iov_iter_count(iter));
 		if (tern_rdma_copy_to_kiter(p, n, iter) != n)
 			return -EFAULT;
@@ -238,29 +242,28 @@ static int tern_rdma_rx_feed(struct tern_rdma_lane *tl, const u8 *p,
 
 /*
  * A DATA message's stream bytes: those in the head (up to pad_from if
- * the sender padded), then those in each page.
+ * the sender padded), then those in each page. One call site of
+ * tern_rdma_rx_feed(), which the compiler then inlines.
  */
 static int tern_rdma_rx_payload(struct tern_rdma_lane *tl,
 				struct tern_rdma_buf *buf, u32 pad_from)
 {
 	u32 in_head = min(buf->len, TERN_RDMA_RX_HEAD);
-	u32 left = buf->len - in_head, n;
-	unsigned int i;
+	u32 left = buf->len - in_head;
+	const u8 *p = (const u8 *)buf->addr + sizeof(struct tern_rdma_msg_hdr);
+	size_t n = (pad_from ?: in_head) - sizeof(struct tern_rdma_msg_hdr);
+	int page = -1;
 	int ret;
 
-	if (pad_from)
-		in_head = pad_from;
-	ret = tern_rdma_rx_feed(tl, (const u8 *)buf->addr +
-				sizeof(struct tern_rdma_msg_hdr),
-				in_head - sizeof(struct tern_rdma_msg_hdr),
-				!left, NULL, -1);
-	for (i = 0; left && !ret; i++) {
+	for (;;) {
+		ret = tern_rdma_rx_feed(tl, p, n, !left, buf, page);
+		if (ret || !left)
+			return ret;
+		page++;
 		n = min_t(u32, left, PAGE_SIZE);
 		left -= n;
-		ret = tern_rdma_rx_feed(tl, page_address(buf->pages[i]), n,
-					!left, buf, i);
+		p = page_address(buf->pages[page]);
 	}
-	return ret;
 }
 
 /* Validate one received message, take its credits, feed its payload. */

@@ -696,8 +696,9 @@ rx_pages_run() {
 # the responder's receive buffer, which the responder's core takes in
 # place of copying the data: at depth 1 every 4k and 2k request is
 # padded and each one's page taken; at depth 16 on two lanes, with data
-# CRCs, every padded one still is. 1k data is copied into the SEND and
-# 8k goes by RDMA READ: neither is padded. All verified, no reconnect.
+# CRCs, every padded one still is; both ways at 3k some are. 1k data is
+# copied into the SEND and 8k goes by RDMA READ: neither is padded. All
+# verified, no reconnect.
 # A keepalive PING may share a SEND with a request (before it: not
 # padded; after 2k of data: the page is not the data's alone), so a
 # few may miss (RX_SLACK).
@@ -715,6 +716,11 @@ rx_pages() {
 	echo "4k depth 16 crc: $r"
 	[ "${r% *}" -gt 0 ] && [ "${r#* }" -ge $((${r% *} - RX_SLACK)) ] ||
 		bad=1
+	# both ways, 3k: replies share the requests' pages, which are then
+	# not taken, and a page that starts with a frame header never is
+	r=$(rx_pages_run 3k --time 2 --depth 16 --lanes 2 --dir both) || bad=1
+	echo "3k both ways depth 16: $r"
+	[ "${r#* }" -gt 0 ] || bad=1
 	for s in 1k 8k; do
 		r=$(rx_pages_run $s --count 200 --depth 4) || bad=1
 		echo "$s: $r"
@@ -928,7 +934,7 @@ ktap_check "queues by session depth: depth 4 posts 12 receive buffers each side,
 	rings_by_depth
 ktap_check "inline data above inline_copy_max sent from its pages: 4k yes (4096 bytes each), 1k and inline_copy_max=65536 no, verified" \
 	zc_inline_refs
-ktap_check "write data of 2k and 4k padded to start a page of the responder's receive buffer, the page taken instead of copied (each one at depth 1, each padded one at depth 16 with CRCs); 1k and 8k not padded; verified, no reconnect" \
+ktap_check "write data of 2k and 4k padded to start a page of the responder's receive buffer, the page taken instead of copied (each one at depth 1, each padded one at depth 16 with CRCs, some both ways at 3k); 1k and 8k not padded; verified, no reconnect" \
 	rx_pages
 ktap_check "1 in 20 padded requests with padding in the message header or past the head: protocol error, lane reconnects, resent, verified" \
 	rx_bad_pads
