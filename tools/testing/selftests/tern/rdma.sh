@@ -235,8 +235,10 @@ addr_change_once() {
 	bond_setup || { bond_teardown; return 1; }
 	out=$(mktemp)
 	zc_snap
-	"$TERNADM" bench run "$BOND_URI" --json --time 8 --depth 8 --lanes 2 \
-		--size 16k --dir both --verify > "$out" 2>&1 &
+	# a healthy run ends ~8 s in; one that lost its lanes would wait out
+	# the 60 s loss timeout before the retry: cut it at 30
+	timeout 30 "$TERNADM" bench run "$BOND_URI" --json --time 8 --depth 8 \
+		--lanes 2 --size 16k --dir both --verify > "$out" 2>&1 &
 	pid=$!
 	sleep 3
 	mac0=$(cat "/sys/class/net/$BOND/address")
@@ -254,8 +256,8 @@ addr_change_once() {
 	# may be torn down before its own arrives (one of 2 lanes, once)
 	zc_moved addr_changes core_reconnects || bad=1
 	# a new session resolves the new MAC
-	"$TERNADM" bench run "$BOND_URI" --count 100 --verify >/dev/null ||
-		{ bond_state; bad=1; }
+	timeout 15 "$TERNADM" bench run "$BOND_URI" --count 100 --verify \
+		>/dev/null || { bond_state; bad=1; }
 	bond_teardown || bad=1
 	return $bad
 }
