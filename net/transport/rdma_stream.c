@@ -633,6 +633,13 @@ static int tern_rdma_tx_prepare(struct tern_rdma_lane *tl, unsigned int *wrs)
 	return 0;
 }
 
+/* The kmalloc()ed part of a buffer: a send buffer's all, a receive head */
+static u32 tern_rdma_buf_bytes(struct tern_rdma_lane *tl,
+			       enum dma_data_direction dir)
+{
+	return dir == DMA_FROM_DEVICE ? TERN_RDMA_RX_HEAD : tl->buf_size;
+}
+
 /* A receive buffer's pages after its head, mapped. */
 static bool tern_rdma_fill_pages(struct tern_rdma_lane *tl,
 				 struct tern_rdma_buf *buf, gfp_t gfp)
@@ -665,7 +672,7 @@ static bool tern_rdma_fill_bufs(struct tern_rdma_lane *tl,
 				unsigned int to, enum dma_data_direction dir,
 				gfp_t gfp)
 {
-	u32 size = dir == DMA_FROM_DEVICE ? TERN_RDMA_RX_HEAD : tl->buf_size;
+	u32 size = tern_rdma_buf_bytes(tl, dir);
 	unsigned int i;
 
 	for (i = from; i < to; i++) {
@@ -884,7 +891,7 @@ void tern_rdma_free_bufs(struct tern_rdma_lane *tl,
 			 struct tern_rdma_buf *bufs, unsigned int nr,
 			 enum dma_data_direction dir)
 {
-	u32 size = dir == DMA_FROM_DEVICE ? TERN_RDMA_RX_HEAD : tl->buf_size;
+	u32 size = tern_rdma_buf_bytes(tl, dir);
 	struct tern_rdma_buf *buf;
 	unsigned int i, j;
 
