@@ -263,7 +263,7 @@ void tern_tgt_export_put(struct tern_tgt_export *exp);
 
 /* target_core.c */
 struct tern_endpoint *tern_tgt_endpoint_create(struct tern_tgt_port *port);
-struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess, u64 handle);
+struct tern_tgt_bind *tern_tgt_bind_get(struct tern_tgt_sess *ts, u64 handle);
 void tern_tgt_bind_put(struct tern_tgt_bind *b);
 int tern_tgt_bind_info(struct tern_tgt_bind *b, struct tern_blk_info *info);
 void tern_tgt_binds_end(struct tern_tgt_port *port,

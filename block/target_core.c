@@ -334,9 +334,8 @@ static void tern_tgt_own_locked(struct tern_tgt_sess *ts,
  * its binding (rebuilt after a reconnect) claims it again when the handle,
  * the requester's session id and the port match.
  */
-struct tern_tgt_bind *tern_tgt_bind_get(struct tern_session *sess, u64 handle)
+struct tern_tgt_bind *tern_tgt_bind_get(struct tern_tgt_sess *ts, u64 handle)
 {
-	struct tern_tgt_sess *ts = tern_session_priv(sess);
 	struct tern_tgt_bind *b;
 	LIST_HEAD(dead);
 
@@ -919,17 +918,19 @@ static int tern_tgt_handle_io(struct tern_srv_req *sreq,
 
 static void tern_tgt_request(struct tern_srv_req *sreq)
 {
-	struct tern_tgt_sess *ts = tern_session_priv(sreq->sess);
 	const struct tern_blk_req *r = sreq->front;
 	struct tern_tgt_io *io = sreq->priv;
+	struct tern_tgt_sess *ts;
 	struct tern_tgt_bind *b;
 	struct tern_blk_info info;
 	int op, err;
 
+	/* a WRITE whose data alloc_data took: its front was checked there */
+	ts = io ? io->ts : tern_session_priv(sreq->sess);
 	err = -ENOMEM;
 	if (!ts)
 		goto reply;
-	op = tern_tgt_check_front(sreq, r);
+	op = io ? TERN_BLK_OP_WRITE : tern_tgt_check_front(sreq, r);
 	if (op < 0) {
 		pr_warn_ratelimited("malformed request %llu refused\n",
 				    sreq->tid);
@@ -950,7 +951,7 @@ static void tern_tgt_request(struct tern_srv_req *sreq)
 		/* a WRITE whose data alloc_data took: checked there */
 		b = io->bind;
 	} else {
-		b = tern_tgt_bind_get(sreq->sess, le64_to_cpu(r->handle));
+		b = tern_tgt_bind_get(ts, le64_to_cpu(r->handle));
 		if (!b) {
 			err = -ESTALE;
 			goto reply;
@@ -1033,7 +1034,7 @@ static int tern_tgt_alloc_data(struct tern_srv_req *sreq)
 
 	if (!ts || tern_tgt_check_front(sreq, r) != TERN_BLK_OP_WRITE)
 		goto discard;
-	b = tern_tgt_bind_get(sreq->sess, le64_to_cpu(r->handle));
+	b = tern_tgt_bind_get(ts, le64_to_cpu(r->handle));
 	if (!b)
 		goto discard;
 	if (tern_tgt_check_io(b, r))

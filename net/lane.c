@@ -96,7 +96,7 @@ struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
 	return cl;
 }
 
-static void tern_lane_release(struct kref *ref)
+void tern_lane_release(struct kref *ref)
 {
 	struct tern_core_lane *cl = container_of(ref, struct tern_core_lane,
 						 ref);
@@ -109,11 +109,6 @@ static void tern_lane_release(struct kref *ref)
 	tern_mac_free(cl->rx_mac);
 	kfree(cl);
 	tern_obj_dec(TERN_OBJ_LANE);
-}
-
-void tern_lane_put(struct tern_core_lane *cl)
-{
-	kref_put(&cl->ref, tern_lane_release);
 }
 
 const char *tern_lane_name(struct tern_lane *lane)
@@ -168,9 +163,9 @@ void tern_lane_stat_add(struct tern_core_lane *cl, size_t off, u64 val)
 	__tern_lane_stat_add(cl, off, val);
 }
 
-/* A frame of @bytes went out (@tx) or came in: both its counters, one call. */
-static void tern_lane_count_frame(struct tern_core_lane *cl, bool tx,
-				  u64 bytes)
+/* A frame of @bytes went out (@tx) or came in: both its counters, inline. */
+static __always_inline void
+tern_lane_count_frame(struct tern_core_lane *cl, bool tx, u64 bytes)
 {
 	__tern_lane_stat_add(cl, tx ? offsetof(struct tern_stats, tx_msgs) :
 			     offsetof(struct tern_stats, rx_msgs), 1);
@@ -318,25 +313,14 @@ void tern_bvec_copy(const struct bio_vec *dst, unsigned int dst_nr,
 	tern_bvec_walk(src, src_nr, src_off, len, tern_copy_chunk, &iter);
 }
 
-int tern_bvec_len_ok(const struct bio_vec *bvec, unsigned int nr, u32 len)
-{
-	u64 total = 0;
-	unsigned int i;
-
-	if (len && !bvec)
-		return -EINVAL;
-	for (i = 0; i < nr; i++)
-		total += bvec[i].bv_len;
-	return total >= len ? 0 : -EINVAL;
-}
-
 /*
  * Queue @f for transmission. Frames may land on a lane whose teardown has
  * started; teardown hands them back to the session, so nothing is lost.
  * Without @kick the caller must tern_lane_push() the lane afterwards.
  */
-static void tern_lane_enqueue_locked(struct tern_core_lane *cl,
-				     struct tern_frame *f, bool kick)
+static __always_inline void
+tern_lane_enqueue_locked(struct tern_core_lane *cl, struct tern_frame *f,
+			 bool kick)
 {
 	lockdep_assert_held(&cl->tx_lock);
 	list_add_tail(&f->entry, &cl->pub.tx_queue);
@@ -923,6 +907,16 @@ static int tern_lane_rx_front(struct tern_lane *lane)
 	return 0;
 }
 
+/* The next bytes are a frame's header. */
+static void tern_rx_expect_hdr(struct tern_lane_rx *rx)
+{
+	rx->hdr_kvec.iov_base = &rx->hdr;
+	rx->hdr_kvec.iov_len = sizeof(rx->hdr);
+	iov_iter_kvec(&rx->hdr_iter, ITER_DEST, &rx->hdr_kvec, 1,
+		      sizeof(rx->hdr));
+	rx->part = TERN_RX_HDR;
+}
+
 /* tern_lane_rx_next()'s walk through the parts of a frame */
 static struct iov_iter *tern_lane_rx_walk(struct tern_lane *lane)
 {
@@ -932,11 +926,7 @@ static struct iov_iter *tern_lane_rx_walk(struct tern_lane *lane)
 	for (;;) {
 		switch (rx->part) {
 		case TERN_RX_IDLE:
-			rx->hdr_kvec.iov_base = &rx->hdr;
-			rx->hdr_kvec.iov_len = sizeof(rx->hdr);
-			iov_iter_kvec(&rx->hdr_iter, ITER_DEST, &rx->hdr_kvec,
-				      1, sizeof(rx->hdr));
-			rx->part = TERN_RX_HDR;
+			tern_rx_expect_hdr(rx);
 			return &rx->hdr_iter;
 		case TERN_RX_HDR:
 			if (iov_iter_count(&rx->hdr_iter))
@@ -990,7 +980,13 @@ int tern_lane_rx_done(struct tern_lane *lane)
 
 	if (WARN_ON_ONCE(rx->part != TERN_RX_WHOLE))
 		return -EINVAL;
-	rx->part = TERN_RX_IDLE;	/* the next bytes start a frame */
+	/*
+	 * The next bytes start a frame: ready for them here, so that the
+	 * transport's next tern_lane_rx_next() is answered inline. The
+	 * header is only written when they come, after the switch below.
+	 */
+	tern_rx_expect_hdr(rx);
+	rx->filling = &rx->hdr_iter;
 
 	if (cl->rx_mac) {
 		const struct bio_vec *bvec;

@@ -498,7 +498,14 @@ void tern_pages_exit(void);
 struct tern_core_lane *tern_lane_alloc(struct tern_endpoint *ep,
 				       const struct tern_transport_ops *tops,
 				       bool requester);
-void tern_lane_put(struct tern_core_lane *cl);
+void tern_lane_release(struct kref *ref);
+
+/* inline: three puts per I/O, each rarely the last */
+static inline void tern_lane_put(struct tern_core_lane *cl)
+{
+	kref_put(&cl->ref, tern_lane_release);
+}
+
 void tern_lane_queue_frame(struct tern_core_lane *cl, struct tern_frame *f,
 			   bool kick);
 bool tern_lane_queue_live(struct tern_core_lane *cl, struct tern_frame *f,
@@ -511,7 +518,21 @@ void tern_frame_seal(struct tern_frame *f);
 u32 tern_crc_front_data(const void *front, u32 front_len,
 			const struct bio_vec *bvec, unsigned int nr_bvec,
 			u32 data_len);
-int tern_bvec_len_ok(const struct bio_vec *bvec, unsigned int nr, u32 len);
+
+/* Do @nr entries of @bvec hold @len bytes? Inline: three checks per I/O. */
+static inline int tern_bvec_len_ok(const struct bio_vec *bvec,
+				   unsigned int nr, u32 len)
+{
+	u64 total = 0;
+	unsigned int i;
+
+	if (len && !bvec)
+		return -EINVAL;
+	for (i = 0; i < nr; i++)
+		total += bvec[i].bv_len;
+	return total >= len ? 0 : -EINVAL;
+}
+
 void tern_bvec_copy(const struct bio_vec *dst, unsigned int dst_nr,
 		    const struct bio_vec *src, unsigned int src_nr,
 		    u32 src_off, u32 len);

@@ -344,23 +344,6 @@ static bool tern_rdma_io_live(struct tern_rdma_lane *tl)
 	return READ_ONCE(tl->ready) && !READ_ONCE(tl->stopped);
 }
 
-/*
- * Completion handlers call this when their completion is news for the
- * lane. In the CQ's work item (process context) they leave a note, and
- * the work item runs the lane's I/O itself after each batch it polled
- * (tern_rdma_wake_now()), as nvmet-rdma handles commands in its CQ's
- * work item: that saves waking io_work and a context switch, and the
- * replies to a batch of requests share SENDs instead of one SEND each.
- */
-void tern_rdma_wake(struct tern_rdma_lane *tl)
-{
-	if (current_work() == &tl->cq_work) {
-		tl->cq_news = true;
-		return;
-	}
-	tern_rdma_wake_now(tl);
-}
-
 void tern_rdma_wake_now(struct tern_rdma_lane *tl)
 {
 	if (!tern_rdma_io_live(tl) || !tern_rdma_io_enter(tl, true))

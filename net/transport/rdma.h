@@ -337,8 +337,21 @@ void tern_rdma_wc_error(struct tern_rdma_lane *tl, struct ib_wc *wc,
 			const char *op);
 void tern_rdma_kick_locked(struct tern_rdma_lane *tl);
 void tern_rdma_io_work(struct work_struct *work);
-void tern_rdma_wake(struct tern_rdma_lane *tl);
 void tern_rdma_wake_now(struct tern_rdma_lane *tl);
+
+/*
+ * Completion handlers call this when their completion is news for the
+ * lane. They run only in the lane's CQ work item, the CQ's one poller
+ * (ib_drain_qp() waits for it: the CQ is not IB_POLL_DIRECT), so they
+ * leave a note, and the work item runs the lane's I/O itself after each
+ * batch it polled (tern_rdma_wake_now()), as nvmet-rdma handles
+ * commands in its CQ's work item: that saves waking io_work and a
+ * context switch, and the replies to a batch of requests share SENDs.
+ */
+static inline void tern_rdma_wake(struct tern_rdma_lane *tl)
+{
+	tl->cq_news = true;
+}
 
 /* rdma_stream.c */
 void tern_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc);

@@ -98,6 +98,7 @@ struct tern_tcp_lane {
 	struct tern_lane	*lane;
 	struct socket		*sock;
 	struct work_struct	io_work;
+	struct task_struct	*io_task;	/* running io_work, or NULL */
 	struct workqueue_struct	*wq;		/* io_work's */
 	bool			stopped;	/* under sk_callback_lock */
 	bool			failed;
@@ -497,10 +498,8 @@ static int tern_tcp_send_phase(struct tern_tcp_lane *tl, int *budget)
 	return sent;
 }
 
-static void tern_tcp_io_work(struct work_struct *work)
+static void tern_tcp_io_run(struct tern_tcp_lane *tl)
 {
-	struct tern_tcp_lane *tl = container_of(work, struct tern_tcp_lane,
-						io_work);
 	int budget = READ_ONCE(io_budget) ?: 1;
 	unsigned int batch = READ_ONCE(rx_batch), end;
 	int sent, received;
@@ -538,6 +537,21 @@ static void tern_tcp_io_work(struct work_struct *work)
 }
 
 /*
+ * io_task tells tern_tcp_push() that io_work itself queued the frame: a
+ * work item never runs twice at once, so only io_work's own task finds
+ * itself there (current_work() costs two calls per push).
+ */
+static void tern_tcp_io_work(struct work_struct *work)
+{
+	struct tern_tcp_lane *tl = container_of(work, struct tern_tcp_lane,
+						io_work);
+
+	WRITE_ONCE(tl->io_task, current);
+	tern_tcp_io_run(tl);
+	WRITE_ONCE(tl->io_task, NULL);
+}
+
+/*
  * Send from the submitter's context, as nvme-tcp does from queue_rq: the
  * socket lock may sleep, so only when the submitter may. Socket full:
  * sk_write_space queues io_work.
@@ -554,7 +568,7 @@ static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 	unsigned int sends = 0;
 	int ret = 0;
 
-	if (current_work() == &tl->io_work)
+	if (READ_ONCE(tl->io_task) == current)
 		return;
 	if (!can_sleep || !READ_ONCE(direct_send) ||
 	    !tern_own_trylock(&tl->tx_flags)) {
