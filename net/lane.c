@@ -1201,6 +1201,11 @@ static void tern_lane_teardown_work(struct work_struct *work)
 		cl->tx_cur = NULL;
 		spin_unlock_bh(&cl->tx_lock);
 	}
+	/*
+	 * Again, now that it is dead: until its move under sess->lock a
+	 * timeouts change (tern_session_set_timeouts()) may have armed it.
+	 */
+	cancel_delayed_work_sync(&cl->ka_work);
 	tern_endpoint_lane_gone(cl->ep, cl);
 	tern_lane_put(cl);	/* the creator's reference */
 	tern_lane_put(cl);	/* the teardown work's reference */

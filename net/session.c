@@ -1890,7 +1890,8 @@ int tern_session_set_timeouts(struct tern_session *sess,
 		struct tern_core_lane *cl = sess->slots[i].lane;
 		unsigned int told;
 
-		if (!cl || cl->state != TERN_LANE_LIVE)
+		if (!cl || cl->state != TERN_LANE_LIVE ||
+		    test_bit(TERN_LANE_F_DYING, &cl->flags))
 			continue;
 		told = le32_to_cpu(cl->hello_tx.keepalive_ms);
 		WRITE_ONCE(cl->ka_interval_ms, min(ka, told));
