@@ -787,7 +787,7 @@ int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
 	unsigned int idx = tid & TERN_TID_SHARD_MASK;
 	struct tern_request *req = NULL;
 	struct tern_req_shard *sh;
-	bool sent = false;
+	bool sent = false, wrong_lane = false;
 
 	if ((flags & ~(TERN_WIRE_F_DATA_CRC | TERN_WIRE_F_REMOTE)) ||
 	    ((flags & TERN_WIRE_F_REMOTE) &&
@@ -804,7 +804,13 @@ int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
 		sh = &sess->shards[idx];
 		spin_lock_bh(&sh->lock);
 		req = tern_pending_find_locked(sh, tid);
-		if (req && !req->rx_lane)
+		/*
+		 * A reply comes on the lane its request went out on; on any
+		 * other it would complete a request whose lane, alive, may
+		 * still hold it (an RDMA registration) for ever.
+		 */
+		wrong_lane = req && req->lane != &cl->pub;
+		if (req && !req->rx_lane && !wrong_lane)
 			req->rx_lane = &cl->pub;
 		else
 			req = NULL;
@@ -814,6 +820,11 @@ int tern_session_rx_reply_hdr(struct tern_core_lane *cl)
 
 	if (!sent) {
 		tern_lane_proto_err(cl, "reply to tid %llu, never sent", tid);
+		return -EPROTO;
+	}
+	if (wrong_lane) {
+		tern_lane_proto_err(cl, "reply to tid %llu, sent on another lane",
+				    tid);
 		return -EPROTO;
 	}
 	if (!req) {

@@ -11,7 +11,8 @@
 #     max_front, features not offered, session id, cookie, lane index
 #  3  OPEN answered with status -5000, +1, INT_MIN
 #  4  OPEN and INFO answered with absurd geometry
-#  5  replies to tid 0, to tids not yet sent or of no shard, duplicates
+#  5  replies to tid 0, to tids not yet sent or of no shard, duplicates,
+#     a READ answered on another lane (connection) of the session
 #  6  READ replies with too little or too much data, a front, a front
 #     above max_front
 #  7  READ data trickled a byte every 200-500 ms; the OPEN reply a byte
@@ -76,7 +77,7 @@ case_checks() {
 	2) echo ${#C2[@]} ;;
 	3) echo ${#C3[@]} ;;
 	4) echo $((${#C4[@]} + ${#C4I[@]})) ;;
-	5) echo ${#C5[@]} ;;
+	5) echo $((${#C5[@]} + 1)) ;;
 	6) echo ${#C6[@]} ;;
 	9|10) echo 2 ;;
 	7) echo 3 ;;
@@ -259,11 +260,12 @@ read_checked() {
 # io_case SPEC COUNTER READ_BOUND [MAP OPTION...]: map against "-T SPEC
 # -N 1", a READ the first connection answers wrongly is read: it fails or
 # is right; COUNTER (when not "-") moves; unmap works. IO_TIMEOUT, when
-# set, is the device's queue/io_timeout in ms.
+# set, is the device's queue/io_timeout in ms; HT_BAD, when set, the
+# connections that misbehave (-N, 0 for all).
 io_case() {
 	local spec=$1 counter=$2 bound=$3 ok=0 c0=0 c1=0
 	shift 3
-	map_ok "$spec" -N 1 -- "$@" || { ht_stop; return 1; }
+	map_ok "$spec" -N "${HT_BAD:-1}" -- "$@" || { ht_stop; return 1; }
 	if [ -n "${IO_TIMEOUT:-}" ]; then
 		echo "$IO_TIMEOUT" > "/sys/block/$DEV/queue/io_timeout" || ok=1
 	fi
@@ -386,6 +388,11 @@ run_case() {
 			io_case tid-shard proto_errors 20
 		check "5: a duplicate reply with junk data: discarded, the READ is right" \
 			io_case tid-dup - 20
+		# two lanes; on whichever the READ comes, the other answers
+		MAP_OPTS[1]=2
+		HT_BAD=0 IO_TIMEOUT=2000 check "5: a READ answered on the session's other lane: proto_errors move, the READ fails or is right within 45 s" \
+			io_case other-lane proto_errors 45
+		MAP_OPTS[1]=1
 		;;
 	6)
 		# the messenger takes up to buf_len bytes (protocol.rst): only

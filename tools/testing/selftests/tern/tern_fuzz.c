@@ -106,6 +106,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -3483,6 +3484,7 @@ enum ht_case {
 	HT_TID_FUTURE,		/* a READ reply to a tid not yet sent first */
 	HT_TID_SHARD,		/* ... to a tid of a shard the session lacks */
 	HT_TID_DUP,		/* the READ reply, then again with junk */
+	HT_OTHER_LANE,		/* the READ answered on another connection */
 	HT_READ_SHORT,		/* half the READ data */
 	HT_READ_LONG,		/* 4 KiB more READ data than the buffer */
 	HT_READ_FRONT,		/* a front on a READ reply */
@@ -3508,8 +3510,9 @@ static const char *const ht_case_names[HT_CASE_COUNT] = {
 	"ack-status", "ack-lanes", "ack-qdepth", "ack-max-data",
 	"ack-max-front", "ack-features", "ack-session", "ack-cookie",
 	"ack-lane-idx", "open-status", "geom", "info-geom", "tid-zero",
-	"tid-future", "tid-shard", "tid-dup", "read-short", "read-long", "read-front",
-	"front-big", "trickle-read", "trickle-open", "watch-storm",
+	"tid-future", "tid-shard", "tid-dup", "other-lane", "read-short",
+	"read-long", "read-front", "front-big", "trickle-read",
+	"trickle-open", "watch-storm",
 	"bad-crc-read", "bad-crc-open", "slowloris", "half-ack",
 	"accept-close", "noauth", "badproof", "goodauth", "check",
 };
@@ -3545,6 +3548,22 @@ static struct {
 	const char	*identity;	/* -i: only this one; NULL: any */
 	u8		secret[AUTH_KEY_LEN];
 } ht;
+
+/*
+ * HT_OTHER_LANE: a READ one connection's process leaves here, for the
+ * process of another connection (of the same session: a lane of the
+ * client's) to answer on its own. Shared memory, made before the first
+ * fork; state 0 empty, 1 being filled, 2 full, 3 being taken.
+ */
+struct ht_mailbox {
+	int		state;
+	unsigned int	from;		/* the connection that left it */
+	u64		tid;
+	u64		sector;
+	u32		len;
+};
+
+static struct ht_mailbox *ht_mbox;
 
 /* One accepted connection, in its own process. */
 struct ht_conn {
@@ -4025,6 +4044,44 @@ static u64 ht_junk_tid(u64 tid)
 	}
 }
 
+/* Leave a READ for another connection; false if one is there already. */
+static bool ht_mbox_post(const struct ht_conn *c, u64 tid, u64 sector,
+			 u32 len)
+{
+	int empty = 0;
+
+	if (!__atomic_compare_exchange_n(&ht_mbox->state, &empty, 1, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return false;
+	ht_mbox->from = c->nr;
+	ht_mbox->tid = tid;
+	ht_mbox->sector = sector;
+	ht_mbox->len = len;
+	__atomic_store_n(&ht_mbox->state, 2, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* Answer a READ another connection left, if any. 0, or -1 if closed. */
+static int ht_mbox_take(struct ht_conn *c)
+{
+	int full = 2;
+	u64 tid, sector;
+	u32 len;
+
+	if (__atomic_load_n(&ht_mbox->state, __ATOMIC_ACQUIRE) != 2 ||
+	    ht_mbox->from == c->nr ||
+	    !__atomic_compare_exchange_n(&ht_mbox->state, &full, 3, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	tid = ht_mbox->tid;
+	sector = ht_mbox->sector;
+	len = ht_mbox->len;
+	ht_log(c, "READ tid %llu of conn %u: answered here",
+	       (unsigned long long)tid, ht_mbox->from);
+	__atomic_store_n(&ht_mbox->state, 0, __ATOMIC_RELEASE);
+	return ht_data_reply(c, tid, sector, len, 0, false);
+}
+
 static int ht_read(struct ht_conn *c, u64 tid, const struct tern_blk_req *r)
 {
 	u64 sector = le64toh(r->offset);
@@ -4052,6 +4109,12 @@ static int ht_read(struct ht_conn *c, u64 tid, const struct tern_blk_req *r)
 		if (ht_data_reply(c, tid, sector, len, 0, false))
 			return -1;
 		return ht_data_reply(c, tid, sector, len, 0, true);
+	case HT_OTHER_LANE:
+		if (!ht_mbox_post(c, tid, sector, len))
+			break;
+		ht_log(c, "READ tid %llu: left for another connection",
+		       (unsigned long long)tid);
+		return 0;
 	case HT_READ_SHORT:
 		ht_log(c, "READ tid %llu: %u of %u bytes", (unsigned long long)tid,
 		       len / 2, len);
@@ -4085,8 +4148,9 @@ static int ht_read(struct ht_conn *c, u64 tid, const struct tern_blk_req *r)
 		       c->crc ? "" : " (crc not negotiated)");
 		return send_frame(c->fd, &fr, HDR_LEN, fr.body_len);
 	default:
-		return ht_data_reply(c, tid, sector, len, 0, false);
+		break;
 	}
+	return ht_data_reply(c, tid, sector, len, 0, false);
 }
 
 static int ht_request(struct ht_conn *c)
@@ -4123,6 +4187,7 @@ static int ht_request(struct ht_conn *c)
 static int ht_conn_run(int fd, unsigned int nr)
 {
 	struct ht_conn *c = calloc(1, sizeof(*c));
+	int ret;
 
 	if (!c)
 		return 1;
@@ -4133,7 +4198,14 @@ static int ht_conn_run(int fd, unsigned int nr)
 	if (ht_handshake(c))
 		return 0;
 	for (;;) {
-		if (ht_recv(c, -1))
+		/* with a mailbox, a look at it every 50 ms */
+		ret = ht_recv(c, ht_mbox ? 50 : -1);
+		if (ret > 0) {
+			if (ht_mbox_take(c))
+				return 0;
+			continue;
+		}
+		if (ret)
 			return 0;
 		if (c->fake) {
 			ht_log(c, "ACCEPTED: the client went on without our proof (%s)",
@@ -4257,6 +4329,14 @@ static int hostile_target(const char *spec, const char *host,
 		return 2;
 	ht.bad_conns = bad_conns;
 	ht.incarnation = ((u64)rnd() << 32) | rnd();
+	if (ht.kase == HT_OTHER_LANE) {
+		ht_mbox = mmap(NULL, sizeof(*ht_mbox), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (ht_mbox == MAP_FAILED) {
+			perror("tern_fuzz: mmap");
+			return 1;
+		}
+	}
 	lfd = socket(self.addr.ss_family, SOCK_STREAM, 0);
 	if (lfd < 0 ||
 	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
