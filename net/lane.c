@@ -692,8 +692,14 @@ static int tern_rx_check_handshake(struct tern_core_lane *cl,
 	struct tern_lane_rx *rx = &cl->pub.rx;
 	bool awaiting = cl->auth && cl->auth->awaiting;
 
+	/*
+	 * Once a refusal is queued (CLOSE_TX) the handshake is over: a
+	 * HELLO after it would be answered again, with a new challenge and
+	 * its keys each time.
+	 */
 	if (cl->requester != want_requester ||
-	    READ_ONCE(cl->state) != TERN_LANE_HANDSHAKE || awaiting != auth) {
+	    READ_ONCE(cl->state) != TERN_LANE_HANDSHAKE || awaiting != auth ||
+	    test_bit(TERN_LANE_F_CLOSE_TX, &cl->flags)) {
 		tern_lane_proto_err(cl, "unexpected %s frame type %u", what,
 				    rx->hdr.type);
 		return -EPROTO;

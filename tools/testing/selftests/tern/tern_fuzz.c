@@ -2902,6 +2902,53 @@ static int ap_auth_right_twice(struct aprobe *p)
 	return ap_auth_twice(p, false);
 }
 
+/*
+ * A wrong proof, then HELLOs on the same connection, all at once: the
+ * refusal ends the handshake, so none of them may be answered (each
+ * answer would be a fresh challenge and its keys). The lane is dropped.
+ */
+static int ap_hello_again(struct aprobe *p)
+{
+	unsigned int challenges = 0, oks = 0, i;
+	struct tern_wire_hello h;
+	double end;
+	struct alane al;
+	enum got g;
+	int res;
+
+	res = ap_challenge(p, &al);
+	if (res != AP_PASS)
+		return res;
+	al_prove(&al, &p->id->keys);
+	al.auth.proof[0] ^= 1;
+	al_send_auth(&al);
+	for (i = 0; i < 4; i++) {
+		auth_hello_fill(&h, p->id->identity);
+		al_send(&al, TERN_WIRE_HELLO, &h, sizeof(h), NULL);
+	}
+	end = now_ms() + 3000;
+	for (;;) {
+		g = al_recv(&al, end > now_ms() ? (int)(end - now_ms()) : 0);
+		if (g != GOT_FRAME)
+			break;
+		challenges += al.rh.type == TERN_WIRE_HELLO_ACK;
+		oks += al.rh.type == TERN_WIRE_AUTH_ACK && !al.auth_ack.status;
+	}
+	if (g == GOT_JUNK)
+		res = ap_say(p, AP_FAIL, &al, "a malformed frame");
+	else if (g != GOT_CLOSED)
+		res = ap_say(p, AP_FAIL, &al, "the connection stayed open");
+	else if (oks)
+		res = ap_say(p, AP_FAIL, &al, "AUTH_ACK status 0");
+	else if (challenges)
+		res = ap_say(p, AP_FAIL, &al, "%u HELLOs after the refusal answered",
+			     challenges);
+	else
+		res = ap_say(p, AP_PASS, &al, "dropped, none answered");
+	al_close(&al);
+	return res;
+}
+
 /* The connector's side of the frame types: an AUTH_ACK instead of AUTH. */
 static int ap_auth_ack(struct aprobe *p)
 {
@@ -3100,6 +3147,7 @@ static const struct {
 	{ "two AUTHs, wrong then right -> dropped, never AUTH_ACK 0", ap_auth_wrong_right },
 	{ "two AUTHs, right twice -> one AUTH_ACK, dropped", ap_auth_right_twice },
 	{ "AUTH_ACK from the connector -> dropped", ap_auth_ack },
+	{ "HELLOs after a wrong proof -> none answered, dropped", ap_hello_again },
 	{ "signed: PINGs answered, every tag of the PONGs right", ap_signed_good },
 	{ "signed: a wrong header tag -> dropped", ap_signed_bad_hdr },
 	{ "signed: a wrong front tag -> dropped", ap_signed_bad_front },
