@@ -1459,6 +1459,12 @@ static void tern_blk_destroy(struct tern_blk_dev *dev)
 	tern_blk_close_export(dev);
 	tern_session_set_priv(dev->sess, NULL);
 	tern_session_destroy(dev->sess);
+	/*
+	 * A WATCH's ->done that tested the stop bit just before it was set
+	 * may have queued the work after tern_blk_watch_stop() cancelled
+	 * it; with the session gone no ->done runs any more.
+	 */
+	cancel_delayed_work_sync(&dev->watch.work);
 	/* the queue is gone with del_gendisk(): its disk needs no tag set */
 	blk_mq_free_tag_set(&dev->tag_set);
 	pr_info("%s: removed\n", dev->name);
