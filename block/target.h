@@ -79,6 +79,8 @@ struct tern_tgt_export {
 	struct config_group	group;
 	struct kref		ref;
 	struct list_head	entry;		/* tern_tgt_exports */
+	/* its directory's name, kept: bindings outlive the directory */
+	char			name[TERN_BLK_NAME_LEN];
 
 	struct mutex		lock;		/* configuration, enable */
 	char			*device_path;

@@ -96,7 +96,7 @@ static void tern_tgt_export_disable(struct tern_tgt_export *exp)
 	wait_for_completion(&exp->io_done);	/* the I/O that got in */
 	tern_tgt_backend_close(exp);
 	exp->enabled = false;
-	pr_info("export %s disabled\n", config_item_name(&exp->group.cg_item));
+	pr_info("export %s disabled\n", exp->name);
 }
 
 static ssize_t tern_tgt_export_device_path_show(struct config_item *item,
@@ -476,6 +476,7 @@ static struct config_group *tern_tgt_exports_make(struct config_group *group,
 	uuid_gen(&exp->uuid);	/* random (v4), kept until changed */
 	tern_tgt_watch_export_init(exp);
 	INIT_LIST_HEAD(&exp->entry);
+	strscpy(exp->name, name, sizeof(exp->name));
 	config_group_init_type_name(&exp->group, name, &tern_tgt_export_type);
 
 	mutex_lock(&tern_tgt_mutex);

@@ -129,9 +129,8 @@ static void tern_tgt_bind_kill_list(struct list_head *dead, const char *why)
 		list_del_init(&b->entry);
 		if (why)
 			pr_info_ratelimited("binding %016llx (export %s, host %s) %s\n",
-					    b->handle,
-					    config_item_name(&b->exp->group.cg_item),
-					    b->host, why);
+					    b->handle, b->exp->name, b->host,
+					    why);
 		tern_tgt_bind_kill(b);
 	}
 }
@@ -634,8 +633,7 @@ static int tern_tgt_open(struct tern_srv_req *sreq, struct tern_tgt_sess *ts,
 	/* held until the binding is in the table: see tern_tgt_binds_end() */
 	mutex_lock(&tern_tgt_mutex);
 	list_for_each_entry(e, &tern_tgt_exports, entry) {
-		if (!strcmp(config_item_name(&e->group.cg_item),
-			    args->export)) {
+		if (!strcmp(e->name, args->export)) {
 			exp = e;
 			break;
 		}
@@ -730,7 +728,7 @@ static void tern_tgt_close(struct tern_tgt_bind *b)
 	spin_unlock(&tern_tgt_bind_lock);
 	if (unhashed) {
 		pr_info_ratelimited("host %s closed export %s\n", b->host,
-				    config_item_name(&b->exp->group.cg_item));
+				    b->exp->name);
 		tern_tgt_bind_kill(b);
 	}
 }

@@ -171,7 +171,7 @@ void tern_tgt_refresh_capacity(struct tern_tgt_export *exp)
  */
 int tern_tgt_backend_open(struct tern_tgt_export *exp)
 {
-	const char *name = config_item_name(&exp->group.cg_item);
+	const char *name = exp->name;
 	struct file *file;
 	struct path path;
 	struct inode *inode;
