@@ -75,10 +75,12 @@ bool tern_tgt_host_has_key(const char *name)
 }
 
 /*
- * @name's key was cleared, replaced or removed: close the sessions that
- * proved it on every enabled port and end the host's bindings.
+ * @name's key was set, cleared, replaced or removed (@what): close the
+ * sessions that proved the old one on every enabled port and end the
+ * host's bindings, proven or not. A first key ends bindings made without
+ * one: from now on the host must prove it, as a new OPEN would.
  */
-static void tern_tgt_host_revoke(const char *name)
+static void tern_tgt_host_revoke(const char *name, const char *what)
 {
 	struct tern_tgt_port *port;
 	unsigned int lanes = 0;
@@ -88,8 +90,8 @@ static void tern_tgt_host_revoke(const char *name)
 		if (port->enabled)
 			lanes += tern_endpoint_close_identity(port->ep, name);
 	mutex_unlock(&tern_tgt_mutex);
-	pr_info("host %s: key revoked, %u lanes closed, %u bindings ended\n",
-		name, lanes, tern_tgt_binds_end_host(name));
+	pr_info("host %s: key %s, %u lanes closed, %u bindings ended\n",
+		name, what, lanes, tern_tgt_binds_end_host(name));
 }
 
 static inline struct tern_tgt_host *to_host(struct config_item *item)
@@ -135,8 +137,8 @@ static ssize_t tern_tgt_host_key_store(struct config_item *item,
 	WRITE_ONCE(h->has_key, set);
 	mutex_unlock(&tern_tgt_hosts_lock);
 	memzero_explicit(key, sizeof(key));
-	if (had)
-		tern_tgt_host_revoke(name);
+	if (had || set)
+		tern_tgt_host_revoke(name, had ? "revoked" : "set");
 	return count;
 }
 
@@ -193,7 +195,7 @@ static void tern_tgt_hosts_drop(struct config_group *group,
 	had = h->has_key;
 	mutex_unlock(&tern_tgt_hosts_lock);
 	if (had)
-		tern_tgt_host_revoke(config_item_name(item));
+		tern_tgt_host_revoke(config_item_name(item), "revoked");
 	config_item_put(item);
 }
 

@@ -169,6 +169,19 @@ fio_busy() {
 	done
 }
 
+# read_fails_in DEV SKIP BOUND WHY: a 4 KiB direct read of DEV at block SKIP
+# fails, within BOUND seconds (WHY: when it should have, for the log)
+read_fails_in() {
+	local t0=$SECONDS
+	if dd if="/dev/$1" of=/dev/null bs=4k count=1 skip="$2" \
+		iflag=direct status=none; then
+		echo "a read succeeded $4"
+		return 1
+	fi
+	echo "the read failed after $((SECONDS - t0)) s"
+	[ $((SECONDS - t0)) -le "$3" ] || { echo "too slow"; return 1; }
+}
+
 # D-state tasks in each of three samples half a second apart
 stuck_in_d() {
 	local i s all=
