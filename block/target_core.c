@@ -102,7 +102,8 @@ static bool tern_tgt_bind_unhash_locked(struct tern_tgt_bind *b)
 	lockdep_assert_held(&tern_tgt_bind_lock);
 	if (!b->hashed)
 		return false;
-	b->hashed = false;
+	/* read unlocked by tern_tgt_watch() */
+	WRITE_ONCE(b->hashed, false);
 	list_del_init(&b->entry);
 	if (ts) {
 		ts->nr_binds--;

@@ -214,6 +214,20 @@ static void tern_tgt_watch_tick(struct work_struct *work)
 		mod_delayed_work(tern_tgt_wq, &tern_tgt_watch_work, HZ);
 }
 
+/* Why @w can no longer be held, as its answer's status; 0 if it can. */
+static int tern_tgt_watch_gone(const struct tern_tgt_watch *w)
+{
+	const struct tern_tgt_bind *b = w->bind;
+
+	if (!READ_ONCE(w->port->enabled))
+		return -ESHUTDOWN;
+	if (READ_ONCE(b->exp->gen) != b->gen || READ_ONCE(b->ended))
+		return -ENODEV;
+	if (!READ_ONCE(b->hashed))
+		return -ESTALE;
+	return 0;
+}
+
 /**
  * tern_tgt_watch - serve a WATCH
  * @sreq: the request
@@ -255,10 +269,15 @@ void tern_tgt_watch(struct tern_srv_req *sreq, struct tern_tgt_bind *b,
 	w->ts = ts;
 	w->known = known;
 	w->deadline = jiffies + tern_tgt_watch_hold();
-	err = -ESHUTDOWN;
-	/* pairs with tern_tgt_port_disable(): enabled, then the lock */
+	/*
+	 * Looked at again under the lock: whatever ends watches (a port
+	 * disabled, the export disabled, the binding ended or closed) marks
+	 * so first and then takes this lock to answer them, so either it
+	 * finds this watch on the list or this finds its mark.
+	 */
 	spin_lock(&exp->watch_lock);
-	if (READ_ONCE(port->enabled)) {
+	err = tern_tgt_watch_gone(w);
+	if (!err) {
 		list_add_tail(&w->entry, &exp->watches);
 		held = true;
 	}
