@@ -1119,7 +1119,8 @@ static void tern_tgt_session_event(struct tern_session *sess,
 
 /*
  * A requester's path into one of its sessions through another port: let
- * it in if every export the session has open is linked to that port too,
+ * it in if every export the session has open, or left open before it was
+ * rebuilt (an orphan it would claim again), is linked to that port too,
  * and remember the port, which later OPENs check as well. The session's
  * bindings stay with the port it was opened on; its requests may come
  * through any port that passed these checks.
@@ -1142,6 +1143,14 @@ static int tern_tgt_lane_join(struct tern_session *sess,
 			err = -EACCES;
 			break;
 		}
+	}
+	/* and those it may claim again: a session rebuilt after a reconnect */
+	list_for_each_entry(b, &tern_tgt_orphans, entry) {
+		if (err)
+			break;
+		if (b->session_id == ts->session_id && b->port == ts->port &&
+		    !tern_tgt_port_has_locked(port, b->exp))
+			err = -EACCES;
 	}
 	spin_unlock(&tern_tgt_bind_lock);
 	for (i = 0; !err && i < ts->nr_path_ports; i++)
