@@ -458,6 +458,7 @@ int tern_rdma_ops_step(struct tern_rdma_lane *tl)
 {
 	struct tern_rdma_op *op, *tmp;
 	struct tern_srv_req *sreq;
+	struct tern_frame *frame;
 	LIST_HEAD(done);
 	int status, ret;
 
@@ -476,10 +477,15 @@ int tern_rdma_ops_step(struct tern_rdma_lane *tl)
 			tern_srv_req_pulled(sreq, status);
 			continue;
 		}
-		/* REG after its LOCAL_INV, PUSH after its SEND */
-		if (op->held)
-			tern_lane_tx_done(tl->lane, op->frame);
+		/*
+		 * REG after its LOCAL_INV, PUSH after its SEND; unmapped
+		 * first, so the request never completes on pages still
+		 * mapped for the device.
+		 */
+		frame = op->held ? op->frame : NULL;
 		tern_rdma_op_free(tl, op);
+		if (frame)
+			tern_lane_tx_done(tl->lane, frame);
 	}
 	ret = tern_rdma_pull_post_waiting(tl);
 	if (ret)
@@ -538,6 +544,15 @@ int tern_rdma_reply_seen(struct tern_rdma_lane *tl)
 		tern_rdma_op_free(tl, op);
 		return 0;
 	}
+	/*
+	 * The data is all there (RC: the peer's WRITEs before its SEND),
+	 * but the pages stay mapped until the LOCAL_INVs complete: the
+	 * core checks its CRC now, so it must see what the device wrote.
+	 */
+	if (op->dir == DMA_FROM_DEVICE && op->sg_mapped &&
+	    !ib_uses_virt_dma(tl->dev))
+		dma_sync_sg_for_cpu(tl->dev->dma_device, op->sgt.sgl,
+				    op->sgt.orig_nents, DMA_FROM_DEVICE);
 	op->wrs = n;
 	for (i = first; i < op->nr_mr; i++) {
 		struct ib_send_wr wr = {};
