@@ -909,11 +909,11 @@ static int tern_rdma_listener_event(struct tern_rdma_listener *tll,
 			if (!tll->stopping)
 				queue_delayed_work(tern_rdma_wq, &tll->relisten,
 						   tern_rdma_relisten_delay());
-		}
-		mutex_unlock(&tll->lock);
-		if (ours)
+			/* under the lock: stop_listen frees tll once it has it */
 			pr_info("device removed: no longer listening on %pISpc, will retry\n",
 				&tll->lis->addr);
+		}
+		mutex_unlock(&tll->lock);
 		return ours;
 	default:
 		return 0;
