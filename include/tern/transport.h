@@ -237,6 +237,16 @@ static inline bool tern_lane_tx_pending(struct tern_lane *lane)
 	return !list_empty(&lane->tx_queue);
 }
 
+/*
+ * A transport's io_budget module parameter as one io_work run's budget:
+ * at least 1, and small enough for the signed counts that spend it.
+ */
+#define TERN_IO_BUDGET_MAX	4096U
+static inline unsigned int tern_io_budget(unsigned int param)
+{
+	return clamp(param, 1U, TERN_IO_BUDGET_MAX);
+}
+
 void tern_lane_count_submitter_sends(struct tern_lane *lane,
 				     unsigned int sends);
 

@@ -85,7 +85,7 @@ MODULE_PARM_DESC(send_depth,
 unsigned int tern_rdma_io_budget = 64;
 module_param_named(io_budget, tern_rdma_io_budget, uint, 0644);
 MODULE_PARM_DESC(io_budget,
-		 "Messages per io_work run before yielding (default 64)");
+		 "Messages per io_work run before yielding, 1..4096 (default 64)");
 
 unsigned int tern_rdma_inline_max = 4096;
 module_param_named(inline_max, tern_rdma_inline_max, uint, 0644);
@@ -270,7 +270,7 @@ static int tern_rdma_send_phase(struct tern_rdma_lane *tl, int *budget)
 /* Steps of the lane's I/O until none has work, or the budget is spent. */
 static void tern_rdma_io_steps(struct tern_rdma_lane *tl)
 {
-	int budget = READ_ONCE(tern_rdma_io_budget) ?: 1;
+	int budget = tern_io_budget(READ_ONCE(tern_rdma_io_budget));
 	unsigned int batch = READ_ONCE(tern_rdma_rx_batch), n;
 	int ops, received, sent;
 

@@ -56,7 +56,7 @@ MODULE_PARM_DESC(connect_timeout_ms,
 static unsigned int io_budget = 64;
 module_param(io_budget, uint, 0644);
 MODULE_PARM_DESC(io_budget,
-		 "Socket operations per io_work run before yielding (default 64)");
+		 "Socket operations per io_work run before yielding, 1..4096 (default 64)");
 
 static unsigned int rx_batch = 8;
 module_param(rx_batch, uint, 0644);
@@ -500,7 +500,7 @@ static int tern_tcp_send_phase(struct tern_tcp_lane *tl, int *budget)
 
 static void tern_tcp_io_run(struct tern_tcp_lane *tl)
 {
-	int budget = READ_ONCE(io_budget) ?: 1;
+	int budget = tern_io_budget(READ_ONCE(io_budget));
 	unsigned int batch = READ_ONCE(rx_batch), end;
 	int sent, received;
 
@@ -564,7 +564,7 @@ static void tern_tcp_io_work(struct work_struct *work)
 static void tern_tcp_push(struct tern_lane *lane, bool can_sleep)
 {
 	struct tern_tcp_lane *tl = lane->tpriv;
-	unsigned int budget = READ_ONCE(io_budget) ?: 1;
+	unsigned int budget = tern_io_budget(READ_ONCE(io_budget));
 	unsigned int sends = 0;
 	int ret = 0;
 

@@ -95,7 +95,7 @@ no_objects_left() {
 	return 1
 }
 
-ktap_plan 11
+ktap_plan 12
 
 modprobe tern_tcp
 ktap_check "in-kernel messenger checks pass (tern_test_msgr loads)" \
@@ -130,6 +130,12 @@ ktap_check "data CRC mismatches were counted ($crc_before -> $crc_after)" \
 	test "$crc_after" -gt "$crc_before"
 
 ktap_check "debugfs shows the open session on both sides" session_stats
+
+# an io_budget beyond int once stopped every send: taken as 4096 now
+setp tern_tcp io_budget 4294967295
+ktap_check "the checks pass again with tern_tcp.io_budget at 4294967295" \
+	sh -c "echo 1 > $RERUN"
+setp tern_tcp io_budget 64
 
 setp tern max_core_data_mib_per_session 8
 ktap_check "core data budget per session: of 32 held 1 MiB writes at most 8 MiB held, the rest refused with -ENOMEM and counted, all given back" \
