@@ -138,7 +138,7 @@ static void tern_tgt_bind_kill_list(struct list_head *dead, const char *why)
 
 static void tern_tgt_gc(struct work_struct *work)
 {
-	unsigned long tmo = msecs_to_jiffies(orphan_timeout * 1000);
+	unsigned long tmo = msecs_to_jiffies((u64)orphan_timeout * MSEC_PER_SEC);
 	struct tern_tgt_bind *b, *tmp;
 	unsigned int n = 0;
 	LIST_HEAD(dead);
