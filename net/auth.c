@@ -254,13 +254,16 @@ int tern_key_parse(const char *text, size_t len, u8 *key)
 	if (len != TERN_KEY_TEXT_LEN || memcmp(text, TERN_KEY_PREFIX, plen) ||
 	    text[len - 1] != ':')
 		return -EINVAL;
-	if (base64_decode(text + plen, len - plen - 1, raw) != sizeof(raw))
-		return -EINVAL;
-	memcpy(&crc, raw + TERN_AUTH_KEY_LEN, sizeof(crc));
-	if (le32_to_cpu(crc) != tern_crc(raw, TERN_AUTH_KEY_LEN))
-		err = -EBADMSG;
-	else
-		memcpy(key, raw, TERN_AUTH_KEY_LEN);
+	if (base64_decode(text + plen, len - plen - 1, raw) != sizeof(raw)) {
+		/* stopped at a bad character, part of the secret decoded */
+		err = -EINVAL;
+	} else {
+		memcpy(&crc, raw + TERN_AUTH_KEY_LEN, sizeof(crc));
+		if (le32_to_cpu(crc) != tern_crc(raw, TERN_AUTH_KEY_LEN))
+			err = -EBADMSG;
+		else
+			memcpy(key, raw, TERN_AUTH_KEY_LEN);
+	}
 	memzero_explicit(raw, sizeof(raw));
 	return err;
 }
