@@ -603,18 +603,25 @@ static int tern_server_challenge(struct tern_core_lane *cl,
 		return 0;
 	}
 	memcpy(identity, h->identity, len + 1);
+	/*
+	 * cl->auth before the key: a revocation that changes the key after
+	 * our lookup then finds the lane (tern_endpoint_close_identity()),
+	 * one before it has us look up the new key.
+	 */
+	WRITE_ONCE(cl->auth, kzalloc(sizeof(*cl->auth), GFP_NOIO));
+	if (!cl->auth)
+		return -ENOMEM;
 	err = ops && ops->auth_key ? ops->auth_key(cl->ep, identity, key) :
 				     -ENOKEY;
 	if (err) {
+		tern_lane_auth_free(cl);
 		tern_refuse_auth(cl, -ENOKEY, "no key for this identity");
 		return 0;
 	}
-	cl->auth = kzalloc(sizeof(*cl->auth), GFP_NOIO);
-	if (cl->auth)
-		err = tern_auth_derive(key, identity, &cl->auth->keys);
+	err = tern_auth_derive(key, identity, &cl->auth->keys);
 	memzero_explicit(key, sizeof(key));
-	if (!cl->auth || err)
-		return err ?: -ENOMEM;
+	if (err)
+		return err;
 	cl->auth->info = *v;
 	tern_server_fill_ack(cl, v);
 	cl->auth->challenged = true;
