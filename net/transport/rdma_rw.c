@@ -510,6 +510,7 @@ int tern_rdma_reply_seen(struct tern_rdma_lane *tl)
 	u64 tid = le64_to_cpu(rx->hdr.tid);
 	struct tern_rdma_op *op = NULL, *it;
 	unsigned int i, first = 0, n;
+	struct tern_frame *frame;
 	int err;
 
 	list_for_each_entry(it, &tl->regs, wait) {
@@ -540,8 +541,10 @@ int tern_rdma_reply_seen(struct tern_rdma_lane *tl)
 	n = op->nr_mr - first;
 	tern_rdma_sq_return(tl, op->nr_mr - n);	/* reserved, not needed */
 	if (!n) {
-		tern_lane_tx_done(tl->lane, op->frame);
+		/* unmapped before the frame goes back, as in ops_step */
+		frame = op->frame;
 		tern_rdma_op_free(tl, op);
+		tern_lane_tx_done(tl->lane, frame);
 		return 0;
 	}
 	/*
