@@ -586,9 +586,15 @@ unsigned int tern_endpoint_close_identity(struct tern_endpoint *ep,
 		}
 		spin_unlock_bh(&sess->lock);
 	}
-	/* and lanes past the key lookup that would otherwise bind later */
+	/*
+	 * And the lanes that came in here: past the key lookup, which would
+	 * otherwise bind later, or bound into a session another endpoint
+	 * of its group holds, which that endpoint may have looked at before
+	 * they were.
+	 */
 	list_for_each_entry(cl, &ep->lanes, ep_entry) {
-		if (!cl->requester && !cl->bound && READ_ONCE(cl->auth) &&
+		if (!cl->requester && (cl->proven || READ_ONCE(cl->auth)) &&
+		    !test_bit(TERN_LANE_F_DYING, &cl->flags) &&
 		    !strncmp(cl->hello_rx.identity, identity,
 			     sizeof(cl->hello_rx.identity))) {
 			tern_lane_kill(cl, -EKEYREVOKED);

@@ -545,6 +545,7 @@ static int tern_server_bind(struct tern_core_lane *cl,
 	WRITE_ONCE(cl->slot, &sess->slots[lane_idx]);
 	cl->slot->lane = cl;
 	cl->bound = true;
+	cl->proven = !!cl->auth;
 	sess->nr_lanes++;
 	if (cl->slot->ever_live)
 		TERN_LANE_STAT(cl, reconnects, 1);

@@ -222,6 +222,8 @@ struct tern_core_lane {
 	struct tern_lane_slot	*slot;
 	bool			requester;
 	bool			bound;		/* counted in sess->nr_lanes */
+	/* acceptor: bound as hello_rx.identity, proven; under ep->lock */
+	bool			proven;
 	bool			counted_handshake; /* in ep->nr_handshakes */
 	struct tern_peer	*peer;		/* its handshake counted there */
 	enum tern_lane_state	state;		/* tern_lane_move() */

@@ -109,18 +109,24 @@ map_tcp() {
 }
 
 # A second device, of host mph, which proves its key on every lane of
-# both paths: both live, auth=1, it reads
+# both paths: both live, auth=1, it reads; its key cleared, the lanes of
+# both paths close (one came in by the other port) and reads fail
 auth_paths() {
 	local d rc=0
 	adm key generate --out "$WORK/key" &&
 		adm target host add mph --key-file "$WORK/key" || return 1
 	d=$(map_uri "tcp://$ADDR_A:$SVC_A/mp0" --path "tcp://127.0.0.1:$SVC_B" \
-		--lanes 1 --host mph --key-file "$WORK/key") || return 1
+		--lanes 1 --host mph --key-file "$WORK/key" --loss-timeout 3) ||
+		return 1
 	cat "/sys/block/$d/tern/paths"
 	[ "$(path_state "$d" 0)" = live ] && [ "$(path_state "$d" 1)" = live ] &&
 		[ "$(cat "/sys/block/$d/tern/auth")" = 1 ] &&
 		dd if="/dev/$d" of=/dev/null bs=64k count=16 iflag=direct \
 			status=none || rc=1
+	echo > "$CFG/hosts/mph/key" || rc=1
+	dmesg | grep "host mph: key revoked" | tail -n 1 |
+		grep ", 2 lanes closed" || { echo "not both paths' lanes closed"; rc=1; }
+	read_fails_in "$d" 99 40 "after the key was revoked" || rc=1
 	adm unmap "$d" && adm target host del mph || rc=1
 	return $rc
 }
@@ -363,7 +369,7 @@ ktap_plan 16
 check "setup: an export on two TCP ports, one on a dummy link" setup
 check "map with two TCP paths: both live, failover, ternadm list shows them" \
 	map_tcp
-check "authenticated, two paths: every lane proves the key, both live" \
+check "authenticated, two paths: every lane proves the key, both live; revoked, both close" \
 	auth_paths
 check "failover: every request on the first path" policy failover
 check "round-robin: about half the requests on each path" policy round-robin
