@@ -266,6 +266,12 @@ io_case() {
 	local spec=$1 counter=$2 bound=$3 ok=0 c0=0 c1=0
 	shift 3
 	map_ok "$spec" -N "${HT_BAD:-1}" -- "$@" || { ht_stop; return 1; }
+	# every lane up first: "other-lane" needs the second to answer
+	for _ in $(seq 50); do
+		grep -q "live_lanes=$(cat "/sys/block/$DEV/tern/lanes") " \
+			"/sys/block/$DEV/tern/paths" && break
+		sleep 0.1
+	done
 	if [ -n "${IO_TIMEOUT:-}" ]; then
 		echo "$IO_TIMEOUT" > "/sys/block/$DEV/queue/io_timeout" || ok=1
 	fi
