@@ -1921,17 +1921,18 @@ static int al_ping(struct alane *al)
 
 /*
  * Read until the acceptor closes the connection, at most @ms: how many
- * AUTH_ACKs came and how many of them said 0. 0 if it closed, -1 if
- * not, -2 on a malformed frame.
+ * AUTH_ACKs came and how many of them said 0, and how many HELLO_ACKs.
+ * 0 if it closed, -1 if not, -2 on a malformed frame.
  */
 static int al_drain(struct alane *al, int ms, unsigned int *acks,
-		    unsigned int *oks)
+		    unsigned int *oks, unsigned int *hello_acks)
 {
 	double end = now_ms() + ms;
 	enum got g;
 
 	*acks = 0;
 	*oks = 0;
+	*hello_acks = 0;
 	for (;;) {
 		g = al_recv(al, end > now_ms() ? (int)(end - now_ms()) : 0);
 		if (g == GOT_CLOSED)
@@ -1942,6 +1943,7 @@ static int al_drain(struct alane *al, int ms, unsigned int *acks,
 			(*acks)++;
 			*oks += !al->auth_ack.status;
 		}
+		*hello_acks += al->rh.type == TERN_WIRE_HELLO_ACK;
 	}
 }
 
@@ -2772,13 +2774,14 @@ static int ap_plain(struct aprobe *p)
 /*
  * g) After what an AUTH case sent, the acceptor must close the
  * connection and never say 0 in an AUTH_ACK, or (@one_ok) at most once,
- * to the one right AUTH.
+ * to the one right AUTH; with @no_hello, send no HELLO_ACK either.
  */
-static int ap_dropped(struct aprobe *p, struct alane *al, bool one_ok)
+static int ap_dropped_as(struct aprobe *p, struct alane *al, bool one_ok,
+			 bool no_hello)
 {
-	unsigned int acks, oks;
+	unsigned int acks, oks, hello_acks;
 
-	switch (al_drain(al, 3000, &acks, &oks)) {
+	switch (al_drain(al, 3000, &acks, &oks, &hello_acks)) {
 	case -1:
 		return ap_say(p, AP_FAIL, al, "the connection stayed open");
 	case -2:
@@ -2788,7 +2791,14 @@ static int ap_dropped(struct aprobe *p, struct alane *al, bool one_ok)
 		return ap_say(p, AP_FAIL, al, "AUTH_ACK status 0");
 	if (one_ok && acks > 1)
 		return ap_say(p, AP_FAIL, al, "an AUTH answered twice");
+	if (no_hello && hello_acks)
+		return ap_say(p, AP_FAIL, al, "%u HELLOs answered", hello_acks);
 	return ap_say(p, AP_PASS, al, "dropped");
+}
+
+static int ap_dropped(struct aprobe *p, struct alane *al, bool one_ok)
+{
+	return ap_dropped_as(p, al, one_ok, false);
 }
 
 /* A new lane of a new session as far as its challenge, as id. */
@@ -2909,11 +2919,9 @@ static int ap_auth_right_twice(struct aprobe *p)
  */
 static int ap_hello_again(struct aprobe *p)
 {
-	unsigned int challenges = 0, oks = 0, i;
 	struct tern_wire_hello h;
-	double end;
 	struct alane al;
-	enum got g;
+	unsigned int i;
 	int res;
 
 	res = ap_challenge(p, &al);
@@ -2926,25 +2934,7 @@ static int ap_hello_again(struct aprobe *p)
 		auth_hello_fill(&h, p->id->identity);
 		al_send(&al, TERN_WIRE_HELLO, &h, sizeof(h), NULL);
 	}
-	end = now_ms() + 3000;
-	for (;;) {
-		g = al_recv(&al, end > now_ms() ? (int)(end - now_ms()) : 0);
-		if (g != GOT_FRAME)
-			break;
-		challenges += al.rh.type == TERN_WIRE_HELLO_ACK;
-		oks += al.rh.type == TERN_WIRE_AUTH_ACK && !al.auth_ack.status;
-	}
-	if (g == GOT_JUNK)
-		res = ap_say(p, AP_FAIL, &al, "a malformed frame");
-	else if (g != GOT_CLOSED)
-		res = ap_say(p, AP_FAIL, &al, "the connection stayed open");
-	else if (oks)
-		res = ap_say(p, AP_FAIL, &al, "AUTH_ACK status 0");
-	else if (challenges)
-		res = ap_say(p, AP_FAIL, &al, "%u HELLOs after the refusal answered",
-			     challenges);
-	else
-		res = ap_say(p, AP_PASS, &al, "dropped, none answered");
+	res = ap_dropped_as(p, &al, false, true);
 	al_close(&al);
 	return res;
 }
