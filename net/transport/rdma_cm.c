@@ -647,6 +647,9 @@ static int tern_rdma_lane_event(struct tern_rdma_lane *tl,
 			return 0;
 		err = tern_rdma_take_priv(tl, ev->param.conn.private_data,
 					  ev->param.conn.private_data_len);
+		if (err)
+			pr_warn_ratelimited("%s: bad accept (%d)\n",
+					    tern_lane_name(tl->lane), err);
 		/*
 		 * The peer READs the data of our zero-copy requests: with no
 		 * responder resources granted every such READ would fail
