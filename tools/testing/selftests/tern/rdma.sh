@@ -108,18 +108,13 @@ restore_device() {
 	rdma link add "$DEV0" type rxe netdev "$NETDEV0"
 }
 
-# json_field NAME FILE: a number from ternadm's one-line JSON
-json_field() {
-	sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" "$2"
-}
-
 # survived RC FILE: a verified bench run that lived through a fault exited
 # RC 0, its JSON in FILE shows every request answered once without error,
 # and some were resent
 survived() {
 	local v bad=0
 	[ "$1" = 0 ] || bad=1
-	zc_clean "$2" || bad=1
+	bench_clean "$2" || bad=1
 	v=$(json_field resends "$2")
 	[ "${v:-0}" -gt 0 ] || { echo "no request was resent"; bad=1; }
 	return $bad
@@ -551,20 +546,6 @@ zc_moved() {
 	return $bad
 }
 
-# zc_clean FILE: a verified bench run's JSON shows no failure at all
-# (also used by device_bounce above)
-zc_clean() {
-	local f v bad=0
-	cat "$1"
-	for f in errors mismatches lost dup_completions; do
-		v=$(json_field $f "$1")
-		[ "${v:-x}" = 0 ] || { echo "$f: ${v:-missing}"; bad=1; }
-	done
-	v=$(json_field completed "$1")
-	[ "${v:-0}" -gt 0 ] || { echo "nothing completed"; bad=1; }
-	return $bad
-}
-
 # The faults zc_inject turns on at once, PARAM:COUNTER: requests with a
 # bad rkey or a bad descriptor length; replies to a tid never sent, to
 # tid 0 or with an unknown flag, or claiming a page more data than the
@@ -595,7 +576,7 @@ zc_inject() {
 	done
 	echo "run exit $rc"
 	[ "$rc" = 0 ] || bad=1
-	zc_clean "$out" || bad=1
+	bench_clean "$out" || bad=1
 	# shellcheck disable=SC2086
 	zc_moved $counters core_proto_errors core_reconnects core_resends \
 		rdma_reads rdma_writes zc_requests || bad=1
@@ -621,7 +602,7 @@ zc_verified() {
 	rc=$?
 	echo "size $size: run exit $rc"
 	[ "$rc" = 0 ] || bad=1
-	zc_clean "$out" || bad=1
+	bench_clean "$out" || bad=1
 	rm -f "$out"
 	return $bad
 }
@@ -688,7 +669,7 @@ rx_pages_run() {
 	"$TERNADM" bench run "$URI" --json --size "$size" --dir to --verify \
 		"$@" > "$out" 2>&1
 	rc=$?
-	zc_clean "$out" >&2 || rc=1
+	bench_clean "$out" >&2 || rc=1
 	rm -f "$out"
 	echo "$(zc_delta padded_sends) $(zc_delta rx_pages_taken)"
 	return $rc
@@ -746,7 +727,7 @@ rx_bad_pads() {
 	echo 0 > "$ZC_PARAMS/inject_bad_pad_every"
 	echo "run exit $rc"
 	[ "$rc" = 0 ] || bad=1
-	zc_clean "$out" || bad=1
+	bench_clean "$out" || bad=1
 	zc_moved injected_bad_pads core_proto_errors core_reconnects \
 		core_resends || bad=1
 	dmesg | grep -m1 "padding from" || bad=1
@@ -764,7 +745,7 @@ zc_inline_run() {
 		--depth 8 --verify "$@" > "$out" 2>&1
 	rc=$?
 	cat "$out" >&2
-	if [ "$rc" != 0 ] || ! zc_clean "$out" >/dev/null ||
+	if [ "$rc" != 0 ] || ! bench_clean "$out" >/dev/null ||
 		{ [ $# -gt 0 ] && { [ "$(json_field inline_write "$out")" != 0 ] ||
 			[ "$(json_field inline_read "$out")" != 0 ]; }; }; then
 		echo "run $* exit $rc" >&2
@@ -881,7 +862,7 @@ sent_pkts_per_100() {
 	"$TERNADM" bench run "$URI" --json --count 5000 --depth 8 --size 64 \
 		--dir to > "$out" 2>&1 || { cat "$out" >&2; rm -f "$out"; return 1; }
 	p1=$(rxe_counter sent_pkts)
-	zc_clean "$out" >&2 || { rm -f "$out"; return 1; }
+	bench_clean "$out" >&2 || { rm -f "$out"; return 1; }
 	rm -f "$out"
 	echo $(((p1 - p0) * 100 / 5000))
 }

@@ -63,19 +63,51 @@ kmalloc_back_to() {
 	fi
 }
 
+# bg_ready PATTERN SECONDS FILE COMMAND...: COMMAND in the background
+# (pid in bg_pid), its output in FILE; waits at most SECONDS for a line
+# that matches PATTERN (grep), fails at once if COMMAND exits first.
+bg_ready() {
+	local pat=$1 t=$2 file=$3 i
+	shift 3
+	"$@" > "$file" 2>&1 &
+	bg_pid=$!
+	for ((i = 0; i < t * 10; i++)); do
+		grep -q -- "$pat" "$file" && return 0
+		kill -0 "$bg_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$file"
+	return 1
+}
+
 # flood_start NAME SECONDS ARGS...: tern_fuzz ARGS against 127.0.0.1:$port
 # in the background (pid in flood_pid), output in $tmp/NAME; waits at most
 # SECONDS for its "ready" line. Uses the caller's $dir, $port and $tmp.
 flood_start() {
-	local name=$1 t=$2 i
+	local name=$1 t=$2 rc
 	shift 2
-	"$dir/tern_fuzz" -a 127.0.0.1 -p "$port" "$@" > "$tmp/$name" 2>&1 &
-	flood_pid=$!
-	for ((i = 0; i < t * 10; i++)); do
-		grep -q ' ready$' "$tmp/$name" && return 0
-		kill -0 "$flood_pid" 2>/dev/null || break
-		sleep 0.1
+	bg_ready ' ready$' "$t" "$tmp/$name" \
+		"$dir/tern_fuzz" -a 127.0.0.1 -p "$port" "$@"
+	rc=$?
+	flood_pid=$bg_pid
+	return $rc
+}
+
+# json_field NAME FILE: a number from ternadm's one-line JSON
+json_field() {
+	sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" "$2"
+}
+
+# bench_clean FILE: a verified bench run's JSON (printed) shows every
+# request answered once and nothing failed
+bench_clean() {
+	local f v bad=0
+	cat "$1"
+	for f in errors mismatches lost dup_completions; do
+		v=$(json_field $f "$1")
+		[ "${v:-x}" = 0 ] || { echo "$f: ${v:-missing}"; bad=1; }
 	done
-	cat "$tmp/$name"
-	return 1
+	v=$(json_field completed "$1")
+	[ "${v:-0}" -gt 0 ] || { echo "nothing completed"; bad=1; }
+	return $bad
 }
