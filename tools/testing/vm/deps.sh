@@ -29,6 +29,7 @@ packages=(
 	qemu-system-x86 busybox-static kmod cpio iproute2
 	fio e2fsprogs nvme-cli util-linux procps gnuplot-nox linux-perf
 	keyutils tcpdump mdadm dmsetup
+	libibverbs-dev librdmacm-dev ibverbs-providers
 	udev
 	dpkg-dev build-essential debhelper dh-dkms dkms systemd lintian
 )

@@ -1,0 +1,187 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tern_rdma.ko against a userspace RDMA peer that breaks the RDMA
+# framing (tern_rdma_wire.h), which tern_fuzz and tamper_proxy.py, TCP
+# only, cannot reach. tern_rdma_relay carries each lane's stream between
+# RDMA and TCP, so the kernel's echo service on tcp:// stands behind a
+# userspace RDMA responder, and the kernel's tcp:// requester behind a
+# userspace RDMA requester:
+#  - clean, both ways: a verified run through the relay, no protocol
+#    error, no reconnect (the relay frames as tern_rdma does);
+#  - a hostile responder: the relay spoils one connection after the
+#    other, the accept's private data (bad magic, version 0, 4 receive
+#    buffers, 1k buffers, a head as large as the buffer, a reserved
+#    field set) or one message (bad magic, flags, an unknown
+#    type, 65535 credits, a CREDIT with data or with no credit, a DATA
+#    with nothing, padding from inside the message header, a SEND longer
+#    than the receive buffer, a SEND_WITH_INV of a key nobody named). Each is a failed connect ("bad accept") or
+#    a protocol error or failed receive with its reason logged; the lane
+#    reconnects, requests are resent and the verified run ends clean;
+#  - a hostile requester: the same against tern_rdma's listener ("bad
+#    connect request") and responder lanes; the kernel's TCP requester
+#    behind the relay reconnects and its verified run ends clean.
+# The guest console is checked for oopses by make check.
+# Needs tools/testing/vm/run --rdma (TERN_RDMA_ADDR0); skipped without.
+
+. "$(dirname "$0")/ktap.sh"
+# TERNADM; total_of, bg_ready, json_field, bench_clean: stats_lib.sh
+. "$(dirname "$0")/blk_lib.sh"
+
+dir=$(cd "$(dirname "$0")" && pwd)
+RELAY=$dir/tern_rdma_relay
+ADDR0=${TERN_RDMA_ADDR0:-}
+ECHO_RDMA=rdma://$ADDR0:7540
+ECHO_TCP=tcp://127.0.0.1:7541
+RELAY_RDMA=rdma://$ADDR0:7542
+RELAY_TCP=tcp://127.0.0.1:7543
+relay_pid=
+
+# The relay's faults: of the private data, and of a message as
+# FAULT:LOG, LOG what the kernel logs for it (the last two are refused
+# by the RC receive itself).
+PRIV_FAULTS="priv-magic priv-version priv-recv priv-buf priv-head
+priv-reserved"
+MSG_FAULTS="magic:bad message header
+flags:bad message header
+type:message type 7
+credits:65535 credits granted
+credit-data:bad credit message
+credit-zero:bad credit message
+empty:empty data message
+pad:padding from 4
+long:receive completion failed
+inv:receive completion failed"
+
+setup() {
+	modprobe tern_tcp && modprobe tern_rdma && modprobe tern_bench &&
+		modprobe rdma_ucm && modprobe ib_uverbs || return 1
+	"$TERNADM" bench serve "$ECHO_RDMA" &&
+		"$TERNADM" bench serve "$ECHO_TCP"
+}
+
+# relay_start ACCEPT CONNECT [OPTIONS]: the relay in the background,
+# its output in $relay_log
+relay_start() {
+	local rc
+	relay_log=$(mktemp)
+	bg_ready "^relay:" 5 "$relay_log" "$RELAY" -a "$1" -c "$2" "${@:3}"
+	rc=$?
+	# shellcheck disable=SC2154 # bg_ready sets bg_pid
+	relay_pid=$bg_pid
+	return $rc
+}
+
+relay_stop() {
+	[ -n "$relay_pid" ] && kill "$relay_pid" 2>/dev/null &&
+		wait "$relay_pid" 2>/dev/null
+	relay_pid=
+}
+
+# relay_run URI SECONDS: a verified 4k run both ways through the relay
+# at URI, one lane; its JSON in $run_out
+relay_run() {
+	run_out=$(mktemp)
+	"$TERNADM" bench run "$1" --json --time "$2" --depth 4 --lanes 1 \
+		--size 4k --dir both --verify > "$run_out" 2>&1
+}
+
+# relay_clean ACCEPT CONNECT URI: an unspoilt relay carries a verified
+# run, no protocol error, no reconnect
+relay_clean() {
+	local rc bad=0 e0 r0 e1 r1
+	e0=$(total_of proto_errors) r0=$(total_of reconnects)
+	relay_start "$1" "$2" || return 1
+	relay_run "$3" 3
+	rc=$?
+	relay_stop
+	e1=$(total_of proto_errors) r1=$(total_of reconnects)
+	cat "$relay_log"
+	echo "run exit $rc, proto_errors +$((e1 - e0)), reconnects +$((r1 - r0))"
+	[ "$rc" = 0 ] || bad=1
+	bench_clean "$run_out" || bad=1
+	grep -q "established" "$relay_log" || bad=1
+	[ "$e1" = "$e0" ] && [ "$r1" = "$r0" ] || bad=1
+	rm -f "$relay_log" "$run_out"
+	return $bad
+}
+
+# relay_faults ACCEPT CONNECT URI PRIV_LOG: connection after connection
+# spoilt through the relay, a message fault and a private data fault
+# in turn (a lane that did I/O reconnects at once, one whose connect
+# failed backs off: the turns keep the backoff short), then clean ones.
+# Every fault must have been done and logged by the kernel, the
+# verified run must end clean with requests resent.
+relay_faults() {
+	local priv_log=$4 faults='' f m p logged n0 e0 e1 v rc bad=0
+	local -a msg priv
+	mapfile -t msg <<< "$MSG_FAULTS"
+	read -r -a priv <<< "$(echo $PRIV_FAULTS)"
+	for ((n = 0; n < ${#msg[@]}; n++)); do
+		f=${msg[$n]%%:*}
+		p=${priv[$n]:-}
+		faults=$faults${faults:+,}$f${p:+,$p}
+	done
+	# a request may ride many of the spoilt lanes
+	echo 0 > /sys/module/tern/parameters/max_lane_faults
+	n0=$(dmesg | wc -l) e0=$(total_of proto_errors)
+	relay_start "$1" "$2" -f "$faults" || return 1
+	relay_run "$3" 8
+	rc=$?
+	relay_stop
+	echo 8 > /sys/module/tern/parameters/max_lane_faults
+	e1=$(total_of proto_errors)
+	logged=$(dmesg | tail -n +$((n0 + 1)))
+	echo "run exit $rc, proto_errors +$((e1 - e0))"
+	[ "$rc" = 0 ] || bad=1
+	bench_clean "$run_out" || bad=1
+	v=$(json_field resends "$run_out")
+	[ "${v:-0}" -gt 0 ] || { echo "no request was resent"; bad=1; }
+	for m in "${msg[@]}"; do
+		f=${m%%:*}
+		grep -q "fault $f at message" "$relay_log" ||
+			{ echo "relay did not do $f"; bad=1; }
+		grep -qF -- "${m#*:}" <<< "$logged" ||
+			{ echo "$f: no \"${m#*:}\" logged"; bad=1; }
+	done
+	for p in "${priv[@]}"; do
+		grep -q "fault $p\$" "$relay_log" ||
+			{ echo "relay did not do $p"; bad=1; }
+	done
+	v=$(grep -c -- "$priv_log" <<< "$logged")
+	echo "$v x \"$priv_log\""
+	[ "$v" -ge "${#priv[@]}" ] || bad=1
+	# the eight faults the header check sees, not the two RC itself stops
+	[ $((e1 - e0)) -ge 8 ] || bad=1
+	grep "^conn" "$relay_log" | tail -n 4
+	[ "$bad" = 0 ] || cat "$relay_log"
+	rm -f "$relay_log" "$run_out"
+	return $bad
+}
+
+unload() {
+	"$TERNADM" bench stop || return 1
+	rmmod tern_bench tern_rdma tern_tcp tern || return 1
+	! grep -qE "^(tern|tern_bench|tern_rdma|tern_tcp) " /proc/modules
+}
+
+ktap_plan 6
+
+if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || [ ! -x "$RELAY" ]; then
+	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma), ternadm or tern_rdma_relay"
+	for _ in $(seq 6); do ktap_skip "no RDMA setup"; done
+	ktap_finish
+fi
+
+ktap_check "modules load, echo serves $ECHO_RDMA and $ECHO_TCP" setup
+ktap_check "a userspace RDMA responder (relay to $ECHO_TCP): verified 4k run both ways, no protocol error, no reconnect" \
+	relay_clean "$RELAY_RDMA" "$ECHO_TCP" "$RELAY_RDMA"
+ktap_check "a userspace RDMA requester (tcp:// relayed to $ECHO_RDMA): verified, no protocol error, no reconnect" \
+	relay_clean "$RELAY_TCP" "$ECHO_RDMA" "$RELAY_TCP"
+ktap_check "a hostile RDMA responder: 6 bad accepts, 10 bad messages, one per connection: each failed or closed with its reason logged, lanes reconnect, resent, verified" \
+	relay_faults "$RELAY_RDMA" "$ECHO_TCP" "$RELAY_RDMA" "bad accept"
+ktap_check "a hostile RDMA requester: 6 bad connect requests, 10 bad messages: each rejected or closed with its reason logged, the requester behind it reconnects, verified" \
+	relay_faults "$RELAY_TCP" "$ECHO_RDMA" "$RELAY_TCP" "bad connect request"
+relay_stop
+ktap_check "bench stop, modules unload" unload
+ktap_finish
