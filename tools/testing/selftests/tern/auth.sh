@@ -330,27 +330,26 @@ tamper_run() {
 }
 
 tamper() {
-	local r resets mark="tern auth.sh: tamper $$ $SECONDS"
+	local r resets mark
 
 	r=$(tamper_run)
 	echo "authenticated only: $r"
 	[ "$r" = damaged ] || return 1
-	# counted from a mark: the log ring may drop old lines meanwhile
-	echo "$mark" > /dev/kmsg
+	mark=$(log_mark)
 	r=$(tamper_run --encrypt)
-	resets=$(dmesg | sed -n "/$mark/,\$p" | grep -c "lane down (-74)")
+	resets=$(log_count "$mark" "lane down (-74)")
 	echo "encrypted: $r, lanes reset for a bad record: $resets"
 	[ "$r" = intact ] && [ "$resets" -gt 0 ]
 }
 
 # tamper_signed [back]: a flipped byte breaks a tag; the lane resets
 tamper_signed() {
-	local r resets e0 mark="tern auth.sh: tamper_signed $1 $$ $SECONDS"
+	local r resets e0 mark
 
 	e0=$(total_of mac_errors)
-	echo "$mark" > /dev/kmsg
+	mark=$(log_mark)
 	r=$(tamper_run $1 --integrity)
-	resets=$(dmesg | sed -n "/$mark/,\$p" | grep -c "lane down (-74)")
+	resets=$(log_count "$mark" "lane down (-74)")
 	echo "signed${1:+, flipped on the way back}: $r, lanes reset: $resets, mac_errors +$(($(total_of mac_errors) - e0))"
 	[ "$r" = intact ] && [ "$resets" -gt 0 ] &&
 		[ "$(total_of mac_errors)" -gt "$e0" ]

@@ -152,20 +152,6 @@ timed() {
 	T_TOOK=$((SECONDS - t0))
 }
 
-# log_mark: write a line to count from into the kernel log, and print it:
-# counts from a mark, not differences of totals, as the log ring drops
-# its oldest lines
-log_mark() {
-	local m="hostile_target.sh mark $BASHPID $SECONDS $RANDOM"
-	echo "$m" > /dev/kmsg
-	echo "$m"
-}
-
-# log_count MARK TEXT: kernel log lines holding TEXT since MARK
-log_count() {
-	dmesg | sed -n "/$1/,\$p" | grep -c -- "$2"
-}
-
 # expect_fail WHAT BOUND COMMAND...: COMMAND exits non-zero with a
 # message within BOUND seconds and no device is left
 expect_fail() {

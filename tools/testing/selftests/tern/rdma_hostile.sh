@@ -25,7 +25,8 @@
 # Needs tools/testing/vm/run --rdma (TERN_RDMA_ADDR0); skipped without.
 
 . "$(dirname "$0")/ktap.sh"
-# TERNADM; total_of, bg_ready, json_field, bench_clean: stats_lib.sh
+# TERNADM; total_of, bg_ready, json_field, bench_clean, log_mark,
+# log_since: stats_lib.sh
 . "$(dirname "$0")/blk_lib.sh"
 
 dir=$(cd "$(dirname "$0")" && pwd)
@@ -113,7 +114,7 @@ relay_clean() {
 # Every fault must have been done and logged by the kernel, the
 # verified run must end clean with requests resent.
 relay_faults() {
-	local priv_log=$4 faults='' f m p logged n0 e0 e1 v rc bad=0
+	local priv_log=$4 faults='' f m p logged mark e0 e1 v rc bad=0
 	local -a msg priv
 	mapfile -t msg <<< "$MSG_FAULTS"
 	read -r -a priv <<< "$(echo $PRIV_FAULTS)"
@@ -124,14 +125,15 @@ relay_faults() {
 	done
 	# a request may ride many of the spoilt lanes
 	echo 0 > /sys/module/tern/parameters/max_lane_faults
-	n0=$(dmesg | wc -l) e0=$(total_of proto_errors)
+	mark=$(log_mark)
+	e0=$(total_of proto_errors)
 	relay_start "$1" "$2" -f "$faults" || return 1
 	relay_run "$3" 8
 	rc=$?
 	relay_stop
 	echo 8 > /sys/module/tern/parameters/max_lane_faults
 	e1=$(total_of proto_errors)
-	logged=$(dmesg | tail -n +$((n0 + 1)))
+	logged=$(log_since "$mark")
 	echo "run exit $rc, proto_errors +$((e1 - e0))"
 	[ "$rc" = 0 ] || bad=1
 	bench_clean "$run_out" || bad=1

@@ -111,3 +111,22 @@ bench_clean() {
 	[ "${v:-0}" -gt 0 ] || { echo "nothing completed"; bad=1; }
 	return $bad
 }
+
+# log_mark: write a line to read from into the kernel log, and print it:
+# checks read the log from a mark, not from a line count or a total, as
+# the log ring drops its oldest lines
+log_mark() {
+	local m="tern selftest ${0##*/} mark $BASHPID $SECONDS $RANDOM"
+	echo "$m" > /dev/kmsg
+	echo "$m"
+}
+
+# log_since MARK: the kernel log from MARK on
+log_since() {
+	dmesg | sed -n "/$1/,\$p"
+}
+
+# log_count MARK TEXT: kernel log lines holding TEXT since MARK
+log_count() {
+	log_since "$1" | grep -c -- "$2"
+}
