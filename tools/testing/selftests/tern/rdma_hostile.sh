@@ -20,7 +20,10 @@
 #    reconnects, requests are resent and the verified run ends clean;
 #  - a hostile requester: the same against tern_rdma's listener ("bad
 #    connect request") and responder lanes; the kernel's TCP requester
-#    behind the relay reconnects and its verified run ends clean.
+#    behind the relay reconnects and its verified run ends clean;
+#  - a requester that stops granting credits: the responder lane is
+#    closed for want of transmit progress (tern.tx_stall_timeout_ms),
+#    the run behind it ends clean.
 # The guest console is checked for oopses by make check.
 # Needs tools/testing/vm/run --rdma (TERN_RDMA_ADDR0); skipped without.
 
@@ -161,17 +164,44 @@ relay_faults() {
 	return $bad
 }
 
+# A hostile requester that stops granting credits and goes on sending
+# (the kernel's TCP requester behind it pings): the echo's replies wait
+# on its responder lane, tern.tx_stall_timeout_ms (3 s here) closes the
+# lane within that plus two keepalive intervals (5 s), "no transmit
+# progress" logged; the requester reconnects, resends, verified.
+held_credits() {
+	local logged mark v rc bad=0 tmo=/sys/module/tern/parameters/tx_stall_timeout_ms
+	echo 3000 > "$tmo"
+	mark=$(log_mark)
+	relay_start "$RELAY_TCP" "$ECHO_RDMA" -f hold-credits || return 1
+	relay_run "$RELAY_TCP" 16
+	rc=$?
+	relay_stop
+	echo 30000 > "$tmo"
+	logged=$(log_since "$mark")
+	cat "$relay_log"
+	echo "run exit $rc"
+	[ "$rc" = 0 ] || bad=1
+	bench_clean "$run_out" || bad=1
+	v=$(json_field resends "$run_out")
+	[ "${v:-0}" -gt 0 ] || { echo "no request was resent"; bad=1; }
+	grep -q "fault hold-credits at message" "$relay_log" || bad=1
+	grep -m1 "no transmit progress" <<< "$logged" || bad=1
+	rm -f "$relay_log" "$run_out"
+	return $bad
+}
+
 unload() {
 	"$TERNADM" bench stop || return 1
 	rmmod tern_bench tern_rdma tern_tcp tern || return 1
 	! grep -qE "^(tern|tern_bench|tern_rdma|tern_tcp) " /proc/modules
 }
 
-ktap_plan 6
+ktap_plan 7
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || [ ! -x "$RELAY" ]; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma), ternadm or tern_rdma_relay"
-	for _ in $(seq 6); do ktap_skip "no RDMA setup"; done
+	for _ in $(seq 7); do ktap_skip "no RDMA setup"; done
 	ktap_finish
 fi
 
@@ -184,6 +214,8 @@ ktap_check "a hostile RDMA responder: 6 bad accepts, 10 bad messages, one per co
 	relay_faults "$RELAY_RDMA" "$ECHO_TCP" "$RELAY_RDMA" "bad accept"
 ktap_check "a hostile RDMA requester: 6 bad connect requests, 10 bad messages: each rejected or closed with its reason logged, the requester behind it reconnects, verified" \
 	relay_faults "$RELAY_TCP" "$ECHO_RDMA" "$RELAY_TCP" "bad connect request"
+ktap_check "a hostile RDMA requester that stops granting credits: the responder lane closes on tern.tx_stall_timeout_ms, the requester behind it reconnects, verified" \
+	held_credits
 relay_stop
 ktap_check "bench stop, modules unload" unload
 ktap_finish

@@ -23,7 +23,8 @@
  *             priv-reserved (our private data; not its length, which
  *             the CM pads on IB and RoCE); magic, flags, type,
  *             credits, credit-data, credit-zero, empty, pad, long, inv
- *             (our message number -m)
+ *             (our message number -m); hold-credits (from message -m
+ *             on, no credit granted: the peer's sends stall)
  *   -m M      the message spoilt (3): the M-th DATA message the relay
  *             sends on the connection
  *
@@ -67,14 +68,14 @@ enum fault {
 	F_NONE, F_PRIV_MAGIC, F_PRIV_VERSION, F_PRIV_RECV, F_PRIV_BUF,
 	F_PRIV_HEAD, F_PRIV_RESERVED, F_MAGIC, F_FLAGS,
 	F_TYPE, F_CREDITS, F_CREDIT_DATA, F_CREDIT_ZERO, F_EMPTY, F_PAD,
-	F_LONG, F_INV, F_COUNT
+	F_LONG, F_INV, F_HOLD_CREDITS, F_COUNT
 };
 
 static const char *const fault_names[F_COUNT] = {
 	"none", "priv-magic", "priv-version", "priv-recv", "priv-buf",
 	"priv-head", "priv-reserved", "magic", "flags",
 	"type", "credits", "credit-data", "credit-zero", "empty", "pad",
-	"long", "inv",
+	"long", "inv", "hold-credits",
 };
 
 struct conn {
@@ -88,6 +89,7 @@ struct conn {
 	struct ibv_mr *mr;
 	u8 *mem;			/* receive buffers, then send buffers */
 	bool ready;			/* established: stream flows */
+	bool hold;			/* hold-credits: grant nothing */
 	enum fault fault;		/* still to do on this connection */
 	unsigned int sent;		/* DATA messages sent */
 	/* the peer's receive side, from its private data */
@@ -364,6 +366,12 @@ static bool can_send(const struct conn *c, bool grants)
 				(c->tx_credits == 1 && grants));
 }
 
+/* whether our next message grants credits */
+static bool grants(const struct conn *c)
+{
+	return !c->hold && c->grant > 0;
+}
+
 /*
  * Post one message of @len bytes (header included) from send buffer
  * @i, @type in its header; the connection's fault is applied when its
@@ -391,7 +399,7 @@ static int post_send(struct conn *c, unsigned int i, u8 type,
 	memset(h, 0, sizeof(*h));
 	h->magic = htole16(TERN_RDMA_MSG_MAGIC);
 	h->type = type;
-	h->credits = htole16(c->grant);
+	h->credits = htole16(c->hold ? 0 : c->grant);
 	/* a lone grant is not counted: "empty" would make it a good one */
 	if (type == TERN_RDMA_MSG_DATA && ++c->sent == fault_msg &&
 	    c->fault >= F_MAGIC)
@@ -434,6 +442,10 @@ static int post_send(struct conn *c, unsigned int i, u8 type,
 		wr.opcode = IBV_WR_SEND_WITH_INV;
 		wr.invalidate_rkey = 0x5a5a5a00;
 		break;
+	case F_HOLD_CREDITS:
+		c->hold = true;
+		h->credits = 0;
+		break;
 	default:
 		break;
 	}
@@ -464,7 +476,7 @@ static int pump_tcp(struct conn *c)
 	ssize_t n;
 	int ret;
 
-	while (c->ready && can_send(c, c->grant > 0)) {
+	while (c->ready && can_send(c, grants(c))) {
 		i = free_send_buf(c);
 		n = read(c->tcp, send_buf(c, i) + HDR_LEN,
 			 c->peer_buf - HDR_LEN);
@@ -496,7 +508,8 @@ static int pump_tcp(struct conn *c)
 /* A grant of its own when nothing else goes and enough is owed. */
 static int send_credits(struct conn *c)
 {
-	if (!c->ready || c->grant < RECV_COUNT / 4 || !can_send(c, true))
+	if (!c->ready || c->hold || c->grant < RECV_COUNT / 4 ||
+	    !can_send(c, true))
 		return 0;
 	return post_send(c, free_send_buf(c), TERN_RDMA_MSG_CREDIT,
 			 HDR_LEN) < 0 ? -1 : 0;
@@ -796,7 +809,7 @@ int main(int argc, char **argv)
 				owner[n++] = c;
 			}
 			if (c->tcp >= 0 && c->ready &&
-			    can_send(c, c->grant > 0)) {
+			    can_send(c, grants(c))) {
 				pfd[n].fd = c->tcp;
 				pfd[n].events = POLLIN;
 				owner[n++] = c;
