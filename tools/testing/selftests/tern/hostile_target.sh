@@ -35,17 +35,22 @@
 # leave the device usable. At the end the modules unload. The lane fails
 # the run on any oops, WARN or hung task.
 #
-# TCP only: a userspace peer cannot play an RDMA target like this.
+# With TRANSPORT=rdma (hostile_target_rdma.sh) the client maps over
+# soft-RoCE and tern_rdma_relay carries each of its connections to
+# tern_fuzz over TCP, so the same hostile target meets tern_rdma's
+# requester side.
 #
 # Environment:
 #   HOSTILE_CASES  the cases to run, by number (default: 1 to 12)
 #   TERNADM        the ternadm binary (default: the one built in the tree)
+#   TRANSPORT      tcp (default) or rdma
 
-TRANSPORT=tcp
+TRANSPORT=${TRANSPORT:-tcp}
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/blk_lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
 FUZZ=$dir/tern_fuzz
+RELAY=$dir/tern_rdma_relay
 WORK=/var/tmp/tern-hostile
 CASES=${HOSTILE_CASES:-1 2 3 4 5 6 7 8 9 10 11 12}
 # the target misbehaves on READs from this sector on (tern_fuzz.c)
@@ -88,30 +93,40 @@ case_checks() {
 }
 
 # ht_start SPEC [ARGS...]: tern_fuzz -T SPEC on a fresh port, HT_PORT
-# (counted in a file: the checks run in subshells)
+# (counted in a file: the checks run in subshells), reached at HT_URI:
+# directly over TCP, through tern_rdma_relay on HT_PORT + 100 over RDMA
 ht_start() {
 	PORT=$(($(cat "$WORK/port" 2>/dev/null || echo "$PORT") + 1))
 	echo "$PORT" > "$WORK/port"
 	HT_PORT=$PORT
+	HT_URI=tcp://127.0.0.1:$HT_PORT
 	HT_LOG=$WORK/hostile.$PORT.log
-	"$FUZZ" -T "$@" -l "$HT_PORT" > "$HT_LOG" 2>&1 &
-	HT_PID=$!
+	bg_ready listening 5 "$HT_LOG" "$FUZZ" -T "$@" -l "$HT_PORT"
+	HT_RC=$?
+	# shellcheck disable=SC2154 # bg_ready sets bg_pid
+	HT_PID=$bg_pid
 	echo "$HT_PID" >> "$WORK/pids"
-	for _ in $(seq 50); do
-		grep -q listening "$HT_LOG" && return 0
-		sleep 0.1
-	done
-	echo "the hostile target did not start:"
-	cat "$HT_LOG"
-	return 1
+	if [ "$HT_RC" != 0 ]; then
+		echo "the hostile target did not start"
+		return 1
+	fi
+	[ "$TRANSPORT" = rdma ] || return 0
+	HT_URI=rdma://$ADDR:$((HT_PORT + 100))
+	bg_ready "^relay:" 5 "$WORK/relay.$PORT.log" "$RELAY" \
+		-a "$HT_URI" -c "tcp://127.0.0.1:$HT_PORT"
+	HT_RC=$?
+	HT_RELAY_PID=$bg_pid
+	echo "$HT_RELAY_PID" >> "$WORK/pids"
+	return $HT_RC
 }
 
-# ht_stop: the target and its children go; the first of its log lines
+# ht_stop: the target, its children and the relay go; the first of the
+# target's log lines
 ht_stop() {
 	[ -n "$HT_PID" ] || return 0
-	kill "$HT_PID" 2>/dev/null
-	wait "$HT_PID" 2>/dev/null
-	HT_PID=
+	kill "$HT_PID" ${HT_RELAY_PID:-} 2>/dev/null
+	wait "$HT_PID" ${HT_RELAY_PID:-} 2>/dev/null
+	HT_PID='' HT_RELAY_PID=''
 	echo "target log ($(wc -l < "$HT_LOG") lines):"
 	head -n 12 "$HT_LOG" | sed 's/^/  /'
 }
@@ -180,7 +195,7 @@ map_fails() {
 	mark=$(log_mark)
 	ht_start "$spec" || return 1
 	expect_fail "map" "$bound" "$TERNADM" map \
-		"tcp://127.0.0.1:$HT_PORT/vol0" "${MAP_OPTS[@]}" "$@" || ok=1
+		"$HT_URI/vol0" "${MAP_OPTS[@]}" "$@" || ok=1
 	if [ -n "$text" ] && [ "$(log_count "$mark" "$text")" = 0 ]; then
 		echo "the kernel did not log '$text'"
 		ok=1
@@ -195,7 +210,7 @@ bench_fails() {
 	local ok=0
 	ht_start "$1" || return 1
 	expect_fail "bench run" "$2" "$TERNADM" bench run \
-		"tcp://127.0.0.1:$HT_PORT" --count 100 || ok=1
+		"$HT_URI" --count 100 || ok=1
 	ht_stop
 	[ "$ok" = 0 ] || dmesg | grep -i tern | tail -n 8
 	return "$ok"
@@ -210,7 +225,7 @@ map_ok() {
 	done
 	shift
 	ht_start "${args[@]}" || return 1
-	DEV=$(map_uri "tcp://127.0.0.1:$HT_PORT/vol0" "${MAP_OPTS[@]}" "$@")
+	DEV=$(map_uri "$HT_URI/vol0" "${MAP_OPTS[@]}" "$@")
 	o=$?
 	[ "$o" = 0 ] && [ -n "$DEV" ] && return 0
 	echo "map against ${args[*]} failed"
@@ -304,7 +319,7 @@ trickle_open() {
 	shift
 	ht_start trickle-open "$@" || return 1
 	echo 5000 > "$tmo"
-	timed 20 "$TERNADM" map "tcp://127.0.0.1:$HT_PORT/vol0" "${MAP_OPTS[@]}"
+	timed 20 "$TERNADM" map "$HT_URI/vol0" "${MAP_OPTS[@]}"
 	echo 30000 > "$tmo"
 	echo "map: exit $T_RC after $T_TOOK s (bound 20 s): $T_OUT"
 	[ "$T_TOOK" -le 20 ] || ok=1
@@ -452,13 +467,20 @@ ktap_plan "$plan"
 mkdir -p "$WORK"
 rm -f "$WORK/port" "$WORK/pids"
 trap cleanup EXIT
+if [ "$TRANSPORT" = rdma ] && { [ -z "$ADDR" ] || [ ! -x "$RELAY" ]; }; then
+	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no tern_rdma_relay"
+	for _ in $(seq "$plan"); do ktap_skip "no RDMA setup"; done
+	ktap_finish
+fi
+# the relay's verbs from userspace: rdma_ucm and ib_uverbs
 check "modules load, the fuzzer is built" \
-	bash -c "modprobe tern_tcp && modprobe tern_blk && modprobe tern_bench && [ -x '$FUZZ' ]"
+	bash -c "modprobe tern_$TRANSPORT && modprobe tern_blk && modprobe tern_bench && [ -x '$FUZZ' ] &&
+		{ [ $TRANSPORT = tcp ] || { modprobe rdma_ucm && modprobe ib_uverbs; }; }"
 
 for c in $CASES; do
 	ktap_info "case $c"
 	run_case "$c"
 done
 
-check "modules unload" rmmod tern_blk tern_bench tern_tcp tern
+check "modules unload" rmmod tern_blk tern_bench "tern_$TRANSPORT" tern
 ktap_finish

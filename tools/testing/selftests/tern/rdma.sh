@@ -29,7 +29,8 @@
 #    wrong rkey (tern_rdma.inject_bad_rkey_every: the responder's RDMA
 #    READ/WRITE fails with a remote access error) or a wrong length
 #    (inject_bad_len_every: a protocol error at the responder); and, as a
-#    hostile responder, which a userspace peer cannot play over RDMA,
+#    hostile responder, which tern_rdma_relay (rdma_hostile.sh) cannot
+#    play for zero-copy requests,
 #    tern_rdma spoils the replies it sends (inject_bad_reply_every: a
 #    tid never sent, tid 0, an unknown flag) or claims a page more
 #    remote data than the requester's buffer (inject_long_reply_every:
