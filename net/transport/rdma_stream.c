@@ -296,7 +296,8 @@ static int tern_rdma_rx_msg(struct tern_rdma_lane *tl,
 	switch (h->type) {
 	case TERN_RDMA_MSG_CREDIT:
 		if (buf->len != sizeof(*h) || !credits)
-			return tern_rdma_proto_err(tl, "bad credit message");
+			return tern_rdma_proto_err(tl, "credit message of %u bytes granting %u",
+						   buf->len, credits);
 		return 0;
 	case TERN_RDMA_MSG_DATA:
 		if (buf->len == sizeof(*h))
