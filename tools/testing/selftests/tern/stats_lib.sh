@@ -121,12 +121,19 @@ log_mark() {
 	echo "$m"
 }
 
-# log_since MARK: the kernel log from MARK on
+# log_since MARK: the kernel log from MARK on; fails, saying so, when
+# the ring dropped the mark (nothing would look logged)
 log_since() {
-	dmesg | sed -n "/$1/,\$p"
+	local out
+	out=$(dmesg | sed -n "/$1/,\$p")
+	[ -n "$out" ] || { echo "the kernel log lost the mark '$1'" >&2; return 1; }
+	echo "$out"
 }
 
-# log_count MARK TEXT: kernel log lines holding TEXT since MARK
+# log_count MARK TEXT: kernel log lines holding TEXT since MARK; prints
+# nothing when the mark is lost, which no comparison takes for a count
 log_count() {
-	log_since "$1" | grep -c -- "$2"
+	local out
+	out=$(log_since "$1") || return 1
+	grep -c -- "$2" <<< "$out"
 }
