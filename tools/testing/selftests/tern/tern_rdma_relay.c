@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
 #include <endian.h>
@@ -90,6 +91,8 @@ struct conn {
 	u8 *mem;			/* receive buffers, then send buffers */
 	bool ready;			/* established: stream flows */
 	bool hold;			/* hold-credits: grant nothing */
+	bool tcp_eof;			/* TCP said all: close once sent */
+	long long eof_ms;		/* when it did */
 	enum fault fault;		/* still to do on this connection */
 	unsigned int sent;		/* DATA messages sent */
 	/* the peer's receive side, from its private data */
@@ -469,6 +472,31 @@ static unsigned int free_send_buf(const struct conn *c)
 	return __builtin_ctz(c->free_send);
 }
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static bool all_sent(const struct conn *c)
+{
+	return c->free_send == (1U << SEND_COUNT) - 1;
+}
+
+/*
+ * A TCP peer that sent its last and closed (tern_fuzz) still gets what
+ * the kernel answers in the next LINGER_MS; then the RDMA side closes,
+ * which the kernel sees as the TCP close it would have seen directly.
+ */
+#define LINGER_MS	300
+
+static bool lingered(const struct conn *c)
+{
+	return c->tcp_eof && all_sent(c) && now_ms() - c->eof_ms > LINGER_MS;
+}
+
 /* TCP to RDMA: as much of the stream as credits and buffers allow */
 static int pump_tcp(struct conn *c)
 {
@@ -476,21 +504,27 @@ static int pump_tcp(struct conn *c)
 	ssize_t n;
 	int ret;
 
-	while (c->ready && can_send(c, grants(c))) {
+	while (c->ready && !c->tcp_eof && can_send(c, grants(c))) {
 		i = free_send_buf(c);
 		n = read(c->tcp, send_buf(c, i) + HDR_LEN,
 			 c->peer_buf - HDR_LEN);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return 0;
-		if (n <= 0)
+		if (n < 0)
 			return -1;
+		if (!n) {
+			/* what was read must arrive before the disconnect */
+			c->tcp_eof = true;
+			c->eof_ms = now_ms();
+			return 0;
+		}
 		ret = post_send(c, i, TERN_RDMA_MSG_DATA, HDR_LEN + n);
 		if (ret < 0)
 			return -1;
 		if (ret) {
 			/* the fault was a message of its own: data next */
 			j = i;
-			if (!can_send(c, true)) {
+			if (!can_send(c, grants(c))) {
 				say("conn %u: no credit left after the fault",
 				    c->nr);
 				return -1;
@@ -515,13 +549,18 @@ static int send_credits(struct conn *c)
 			 HDR_LEN) < 0 ? -1 : 0;
 }
 
+/*
+ * Blocks the relay while the TCP peer does not read: the kernel's
+ * sockets and tern_fuzz read what they are sent, which is all this
+ * test tool meets.
+ */
 static int write_all(int fd, const u8 *p, size_t len)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 	ssize_t n;
 
 	while (len) {
-		n = write(fd, p, len);
+		n = send(fd, p, len, MSG_NOSIGNAL);
 		if (n < 0 && errno == EAGAIN) {
 			poll(&pfd, 1, 1000);
 			continue;
@@ -556,19 +595,16 @@ static int take_msg(struct conn *c, unsigned int i, u32 len)
 	return 0;
 }
 
-static int conn_cq(struct conn *c)
+/*
+ * Every completion waiting: received messages go to TCP, sent buffers
+ * are free again.
+ */
+static int drain_cq(struct conn *c)
 {
 	struct ibv_wc wc[16];
-	struct ibv_cq *cq;
-	void *ctx;
 	int n, k;
 
-	if (ibv_get_cq_event(c->ch, &cq, &ctx))
-		return errno == EAGAIN ? 0 : -1;
-	ibv_ack_cq_events(cq, 1);
-	if (ibv_req_notify_cq(cq, 0))
-		return -1;
-	while ((n = ibv_poll_cq(cq, 16, wc)) > 0) {
+	while ((n = ibv_poll_cq(c->cq, 16, wc)) > 0) {
 		for (k = 0; k < n; k++) {
 			if (wc[k].status != IBV_WC_SUCCESS) {
 				say("conn %u: completion %s", c->nr,
@@ -584,6 +620,19 @@ static int conn_cq(struct conn *c)
 		}
 	}
 	return n < 0 ? -1 : 0;
+}
+
+static int conn_cq(struct conn *c)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	if (ibv_get_cq_event(c->ch, &cq, &ctx))
+		return errno == EAGAIN ? 0 : -1;
+	ibv_ack_cq_events(cq, 1);
+	if (ibv_req_notify_cq(cq, 0))
+		return -1;
+	return drain_cq(c);
 }
 
 static void on_connect_request(struct rdma_cm_id *id,
@@ -676,6 +725,9 @@ static void cm_event(void)
 			conn_close(c, "tcp");
 		return;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		/* what arrived before the disconnect still goes to TCP */
+		if (c->cq)
+			drain_cq(c);
 		conn_close(c, "disconnected");
 		return;
 	case RDMA_CM_EVENT_REJECTED:
@@ -719,6 +771,9 @@ int main(int argc, char **argv)
 	char *name;
 	struct pollfd pfd[2 + 2 * MAX_CONNS];
 	struct conn *owner[2 + 2 * MAX_CONNS];
+	/* the owner's number then: a slot closed and taken again is not it */
+	unsigned int owner_nr[2 + 2 * MAX_CONNS];
+	bool lingering = false;
 	struct sockaddr_storage ss;
 	bool rdma_a, rdma_c;
 	socklen_t len;
@@ -806,16 +861,19 @@ int main(int argc, char **argv)
 			if (c->ch) {
 				pfd[n].fd = c->ch->fd;
 				pfd[n].events = POLLIN;
+				owner_nr[n] = c->nr;
 				owner[n++] = c;
 			}
-			if (c->tcp >= 0 && c->ready &&
+			if (c->tcp >= 0 && c->ready && !c->tcp_eof &&
 			    can_send(c, grants(c))) {
 				pfd[n].fd = c->tcp;
 				pfd[n].events = POLLIN;
+				owner_nr[n] = c->nr;
 				owner[n++] = c;
 			}
 		}
-		if (poll(pfd, n, 1000) < 0 && errno != EINTR)
+		if (poll(pfd, n, lingering ? LINGER_MS / 3 : 1000) < 0 &&
+		    errno != EINTR)
 			die("poll");
 		for (i = 0; i < n; i++) {
 			struct conn *c = owner[i];
@@ -829,18 +887,24 @@ int main(int argc, char **argv)
 					on_tcp_accept();
 				continue;
 			}
-			if (!c->used)
+			if (!c->used || c->nr != owner_nr[i])
 				continue;
 			if (pfd[i].fd == c->ch->fd ? conn_cq(c) : pump_tcp(c))
 				conn_close(c, "stream");
 		}
 		/* after the completions: data first, then a lone grant */
+		lingering = false;
 		for (i = 0; i < MAX_CONNS; i++) {
 			struct conn *c = &conns[i];
 
-			if (c->used && c->ready &&
-			    (pump_tcp(c) || send_credits(c)))
+			if (!c->used || !c->ready)
+				continue;
+			if (lingered(c))
+				conn_close(c, "tcp closed");
+			else if (pump_tcp(c) || send_credits(c))
 				conn_close(c, "stream");
+			else
+				lingering |= c->tcp_eof;
 		}
 	}
 }
