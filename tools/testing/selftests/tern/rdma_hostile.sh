@@ -39,23 +39,25 @@ ECHO_RDMA=rdma://$ADDR0:7540
 ECHO_TCP=tcp://127.0.0.1:7541
 RELAY_RDMA=rdma://$ADDR0:7542
 RELAY_TCP=tcp://127.0.0.1:7543
-relay_pid=
+# every relay started, for the exit trap: checks run in subshells
+RELAY_PIDS=$(mktemp)
 
 # The relay's faults: of the private data, and of a message as
-# FAULT:LOG, LOG what the kernel logs for it (the last two are refused
-# by the RC receive itself).
+# FAULT:LOG, LOG (grep -E) what the kernel logs for that fault alone
+# (the last two are refused by the RC receive itself, rdma_rxe's
+# statuses).
 PRIV_FAULTS="priv-magic priv-version priv-recv priv-buf priv-head
 priv-reserved"
-MSG_FAULTS="magic:bad message header
-flags:bad message header
+MSG_FAULTS="magic:bad message header 74 72
+flags:bad message header 54 52 0[12] 80
 type:message type 7
 credits:65535 credits granted
-credit-data:bad credit message
-credit-zero:bad credit message
+credit-data:credit message of [0-9]{2,} bytes
+credit-zero:credit message of 8 bytes granting 0
 empty:empty data message
-pad:padding from 4
-long:receive completion failed
-inv:receive completion failed"
+pad:padding from 4 in
+long:receive completion failed: local QP operation error
+inv:receive completion failed: remote invalid request error"
 
 setup() {
 	modprobe tern_tcp && modprobe tern_rdma && modprobe tern_bench &&
@@ -73,13 +75,33 @@ relay_start() {
 	rc=$?
 	# shellcheck disable=SC2154 # bg_ready sets bg_pid
 	relay_pid=$bg_pid
+	echo "$relay_pid" >> "$RELAY_PIDS"
 	return $rc
 }
 
 relay_stop() {
-	[ -n "$relay_pid" ] && kill "$relay_pid" 2>/dev/null &&
+	[ -n "${relay_pid:-}" ] && kill "$relay_pid" 2>/dev/null &&
 		wait "$relay_pid" 2>/dev/null
 	relay_pid=
+}
+
+# the exit trap: relays a failed check left, the parameters it changed
+cleanup() {
+	local p
+	while read -r p; do
+		kill "$p" 2>/dev/null
+	done < "$RELAY_PIDS"
+	rm -f "$RELAY_PIDS"
+	echo 8 > /sys/module/tern/parameters/max_lane_faults 2>/dev/null
+	echo 30000 > /sys/module/tern/parameters/tx_stall_timeout_ms 2>/dev/null
+}
+
+# is_count VALUE...: each is a number (a counter that was read)
+is_count() {
+	local v
+	for v in "$@"; do
+		[[ $v =~ ^[0-9]+$ ]] || { echo "not a counter: '$v'"; return 1; }
+	done
 }
 
 # relay_run URI SECONDS: a verified 4k run both ways through the relay
@@ -96,11 +118,12 @@ relay_clean() {
 	local rc bad=0 e0 r0 e1 r1
 	e0=$(total_of proto_errors) r0=$(total_of reconnects)
 	relay_start "$1" "$2" || return 1
-	relay_run "$3" 3
+	relay_run "$3" 2
 	rc=$?
 	relay_stop
 	e1=$(total_of proto_errors) r1=$(total_of reconnects)
 	cat "$relay_log"
+	is_count "$e0" "$r0" "$e1" "$r1" || return 1
 	echo "run exit $rc, proto_errors +$((e1 - e0)), reconnects +$((r1 - r0))"
 	[ "$rc" = 0 ] || bad=1
 	bench_clean "$run_out" || bad=1
@@ -130,13 +153,15 @@ relay_faults() {
 	echo 0 > /sys/module/tern/parameters/max_lane_faults
 	mark=$(log_mark)
 	e0=$(total_of proto_errors)
-	relay_start "$1" "$2" -f "$faults" || return 1
+	relay_start "$1" "$2" -f "$faults" ||
+		{ echo 8 > /sys/module/tern/parameters/max_lane_faults; return 1; }
 	relay_run "$3" 8
 	rc=$?
 	relay_stop
 	echo 8 > /sys/module/tern/parameters/max_lane_faults
 	e1=$(total_of proto_errors)
-	logged=$(log_since "$mark")
+	logged=$(log_since "$mark") || bad=1
+	is_count "$e0" "$e1" || return 1
 	echo "run exit $rc, proto_errors +$((e1 - e0))"
 	[ "$rc" = 0 ] || bad=1
 	bench_clean "$run_out" || bad=1
@@ -146,7 +171,7 @@ relay_faults() {
 		f=${m%%:*}
 		grep -q "fault $f at message" "$relay_log" ||
 			{ echo "relay did not do $f"; bad=1; }
-		grep -qF -- "${m#*:}" <<< "$logged" ||
+		grep -qE -- "${m#*:}" <<< "$logged" ||
 			{ echo "$f: no \"${m#*:}\" logged"; bad=1; }
 	done
 	for p in "${priv[@]}"; do
@@ -166,19 +191,21 @@ relay_faults() {
 
 # A hostile requester that stops granting credits and goes on sending
 # (the kernel's TCP requester behind it pings): the echo's replies wait
-# on its responder lane, tern.tx_stall_timeout_ms (3 s here) closes the
-# lane within that plus two keepalive intervals (5 s), "no transmit
-# progress" logged; the requester reconnects, resends, verified.
+# on its responder lane, tern.tx_stall_timeout_ms (3 s here) closes it
+# ("no transmit progress" logged for the echo's lane; the bound, the
+# timeout plus two keepalive intervals, is stall.sh's to check) within
+# the 16 s run, in which the requester reconnects, resends, verified.
 held_credits() {
 	local logged mark v rc bad=0 tmo=/sys/module/tern/parameters/tx_stall_timeout_ms
 	echo 3000 > "$tmo"
 	mark=$(log_mark)
-	relay_start "$RELAY_TCP" "$ECHO_RDMA" -f hold-credits || return 1
+	relay_start "$RELAY_TCP" "$ECHO_RDMA" -f hold-credits ||
+		{ echo 30000 > "$tmo"; return 1; }
 	relay_run "$RELAY_TCP" 16
 	rc=$?
 	relay_stop
 	echo 30000 > "$tmo"
-	logged=$(log_since "$mark")
+	logged=$(log_since "$mark") || bad=1
 	cat "$relay_log"
 	echo "run exit $rc"
 	[ "$rc" = 0 ] || bad=1
@@ -186,7 +213,8 @@ held_credits() {
 	v=$(json_field resends "$run_out")
 	[ "${v:-0}" -gt 0 ] || { echo "no request was resent"; bad=1; }
 	grep -q "fault hold-credits at message" "$relay_log" || bad=1
-	grep -m1 "no transmit progress" <<< "$logged" || bad=1
+	# the echo's responder lane, not the requester's behind the relay
+	grep -m1 "bench_echo/.*no transmit progress" <<< "$logged" || bad=1
 	rm -f "$relay_log" "$run_out"
 	return $bad
 }
@@ -198,6 +226,7 @@ unload() {
 }
 
 ktap_plan 7
+trap cleanup EXIT
 
 if [ -z "$ADDR0" ] || [ ! -x "$TERNADM" ] || [ ! -x "$RELAY" ]; then
 	ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma), ternadm or tern_rdma_relay"
@@ -216,6 +245,5 @@ ktap_check "a hostile RDMA requester: 6 bad connect requests, 10 bad messages: e
 	relay_faults "$RELAY_TCP" "$ECHO_RDMA" "$RELAY_TCP" "bad connect request"
 ktap_check "a hostile RDMA requester that stops granting credits: the responder lane closes on tern.tx_stall_timeout_ms, the requester behind it reconnects, verified" \
 	held_credits
-relay_stop
 ktap_check "bench stop, modules unload" unload
 ktap_finish
