@@ -10,13 +10,30 @@
 # has no remote memory access, so the feature is never granted, no such
 # request is answered, and every one drops its lane with a protocol
 # error counted. The lane fails the run on any oops or WARN.
+#
+# With TRANSPORT=rdma (fuzz_rdma.sh) the listener is tern_rdma's on
+# soft-RoCE and tern_fuzz reaches it through tern_rdma_relay: fewer
+# frames (each connection is a queue pair), and no F_REMOTE cases, as
+# RDMA grants remote data (rdma.sh injects bad keys and lengths there).
 
 . "$(dirname "$0")/ktap.sh"
 . "$(dirname "$0")/stats_lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
 ternadm=$TERN_SRC/tools/ternadm/ternadm
 port=7611
-frames=${FUZZ_FRAMES:-4000}
+TRANSPORT=${TRANSPORT:-tcp}
+if [ "$TRANSPORT" = rdma ]; then
+	frames=${FUZZ_FRAMES:-500}
+	uri=rdma://${TERN_RDMA_ADDR0:-}:$port
+	# tern_fuzz speaks TCP: to the relay in front of the listener
+	fuzz_port=$((port + 1))
+	fuzz_opts=(-x remote-request -x remote-bad-desc)
+else
+	frames=${FUZZ_FRAMES:-4000}
+	uri=tcp://127.0.0.1:$port
+	fuzz_port=$port
+	fuzz_opts=()
+fi
 
 # Sum a counter over every endpoint's and session's stats in debugfs.
 tern_counter() {
@@ -31,7 +48,7 @@ tern_counter() {
 remote_case() {
 	local out rc p0 p1 sent
 	p0=$(total_of proto_errors)
-	out=$("$dir/tern_fuzz" -a 127.0.0.1 -p "$port" -n 600 -c "$1" 2>&1)
+	out=$("$dir/tern_fuzz" -a 127.0.0.1 -p "$fuzz_port" -n 600 -c "$1" 2>&1)
 	rc=$?
 	p1=$(total_of proto_errors)
 	echo "$out"
@@ -41,21 +58,54 @@ remote_case() {
 		[ $((p1 - p0)) -ge "$sent" ]
 }
 
-ktap_plan 10
+if [ "$TRANSPORT" = rdma ]; then
+	ktap_plan 9
+	if [ -z "${TERN_RDMA_ADDR0:-}" ] || [ ! -x "$dir/tern_rdma_relay" ]; then
+		ktap_info "no soft-RoCE (run with tools/testing/vm/run --rdma) or no tern_rdma_relay"
+		for _ in $(seq 9); do ktap_skip "no RDMA setup"; done
+		ktap_finish
+	fi
+else
+	ktap_plan 10
+fi
 
 sync
 echo 3 > /proc/sys/vm/drop_caches
 base=$(kmalloc_bytes)
 
-modprobe tern_tcp && modprobe tern_bench
-ktap_check "echo service listens on tcp://127.0.0.1:$port" \
-	"$ternadm" bench serve "tcp://127.0.0.1:$port"
+modprobe "tern_$TRANSPORT" && modprobe tern_bench
+# the relay's verbs from userspace
+[ "$TRANSPORT" = tcp ] || { modprobe rdma_ucm && modprobe ib_uverbs; }
+ktap_check "echo service listens on $uri" "$ternadm" bench serve "$uri"
+if [ "$TRANSPORT" = rdma ]; then
+	relay_log=$(mktemp)
+	# not in ktap_check: its subshell would keep bg_pid
+	if bg_ready "^relay:" 5 "$relay_log" "$dir/tern_rdma_relay" \
+		-a "tcp://127.0.0.1:$fuzz_port" -c "$uri"; then
+		ktap_pass "tern_rdma_relay carries tcp://127.0.0.1:$fuzz_port to $uri"
+	else
+		ktap_fail "tern_rdma_relay carries tcp://127.0.0.1:$fuzz_port to $uri"
+	fi
+	# shellcheck disable=SC2154 # bg_ready sets bg_pid
+	relay_pid=$bg_pid
+fi
 
-out=$("$dir/tern_fuzz" -a 127.0.0.1 -p "$port" -n "$frames" 2>&1)
+out=$("$dir/tern_fuzz" -a 127.0.0.1 -p "$fuzz_port" -n "$frames" \
+	"${fuzz_opts[@]}" 2>&1)
 rc=$?
 echo "$out" | ktap_comment
 sent=$(echo "$out" | sed -n 's/.*frames \([0-9]*\) connections \([0-9]*\).*/\1/p')
 conns=$(echo "$out" | sed -n 's/.*frames \([0-9]*\) connections \([0-9]*\).*/\2/p')
+if [ "$TRANSPORT" = rdma ]; then
+	# each of tern_fuzz's connections became an RDMA connection the
+	# listener accepted: else the relay, not the listener, took them.
+	# A lane the listener closed on its junk before its CM saw the
+	# relay's RTU ends with a reject, not a disconnect: counted only.
+	relayed=$(grep -c ": established$" "$relay_log")
+	late=$(grep -c ": closed (rejected)$" "$relay_log")
+	ktap_info "relayed: $relayed connections established, $late of them ended by a reject"
+	[ "$relayed" -ge "${conns:-1}" ] || rc=1
+fi
 if [ "$rc" = 0 ] && [ "${sent:-0}" -ge "$frames" ]; then
 	ktap_pass "listener kept accepting through $sent malformed frames on $conns connections"
 else
@@ -71,19 +121,25 @@ else
 fi
 
 ktap_check "a good client is served afterwards, data verified" \
-	"$ternadm" bench run "tcp://127.0.0.1:$port" --count 2000 --size 4k \
+	"$ternadm" bench run "$uri" --count 2000 --size 4k \
 	--dir both --verify --crc
 
-ktap_check "well-formed F_REMOTE requests over tcp: feature never granted, never answered, lane dropped, counted" \
-	remote_case remote-request
-ktap_check "malformed F_REMOTE requests over tcp: never answered, lane dropped, counted" \
-	remote_case remote-bad-desc
+if [ "$TRANSPORT" = rdma ]; then
+	kill "$relay_pid"
+	wait "$relay_pid" 2>/dev/null
+	rm -f "$relay_log"
+else
+	ktap_check "well-formed F_REMOTE requests over tcp: feature never granted, never answered, lane dropped, counted" \
+		remote_case remote-request
+	ktap_check "malformed F_REMOTE requests over tcp: never answered, lane dropped, counted" \
+		remote_case remote-bad-desc
+fi
 ktap_check "a good client is still served, 64k both ways with crc, verified" \
-	"$ternadm" bench run "tcp://127.0.0.1:$port" --count 500 --size 64k \
+	"$ternadm" bench run "$uri" --count 500 --size 64k \
 	--dir both --verify --crc
 
 ktap_check "echo service stops" "$ternadm" bench stop
-ktap_check "modules unload" modprobe -r tern_bench tern_tcp tern
+ktap_check "modules unload" modprobe -r tern_bench "tern_$TRANSPORT" tern
 
 kmalloc_back_to "$base"
 ktap_finish

@@ -82,6 +82,7 @@
  * With -k, every case authenticates the clients that ask.
  *
  * Usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]
+ *                  [-x CASE]...  (-x: never that case)
  *        tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT]
  *                  [-k KEYFILE -i IDENTITY]
  *        tern_fuzz -a ADDR -p PORT -A -k KEYFILE -i IDENTITY
@@ -93,6 +94,7 @@
  * "tern_fuzz -h" lists the cases.
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -996,6 +998,8 @@ static const char *const case_names[CASE_COUNT] = {
 	"truncated-front", "after-hello", "flipped-bits", "remote-request",
 	"remote-bad-desc", "auth-hello", "auth-frames",
 };
+
+static_assert(CASE_COUNT <= 32, "tern_fuzz -x keeps the cases in a u32");
 
 static struct frame fr;
 
@@ -4423,11 +4427,24 @@ static int hostile_target(const char *spec, const char *host,
 	}
 }
 
+/* The case called @name; a bad name ends the run with the usage. */
+static int fuzz_case_named(const char *name)
+{
+	int c;
+
+	for (c = 0; c < CASE_COUNT; c++)
+		if (!strcmp(name, case_names[c]))
+			return c;
+	die_usage();
+	return -1;
+}
+
 static void die_usage(void)
 {
 	int c;
 
 	fprintf(stderr, "usage: tern_fuzz -a ADDR -p PORT [-n FRAMES] [-s SEED] [-c CASE]\n"
+			"                 [-x CASE]...\n"
 			"       tern_fuzz -a ADDR -p PORT -b EXPORT [-r RO_EXPORT] [-k KEYFILE -i IDENTITY]\n"
 			"       tern_fuzz -a ADDR -p PORT -A -k KEYFILE -i IDENTITY [-o KEYFILE2 -O IDENTITY2] [-M]\n"
 			"       tern_fuzz -a ADDR -p PORT -F MODE [-N CONNS] [-L LANES] [-Q REQS] [-S BYTES] [-H SECONDS] [-R RCVBUF] [-K MS] [-B SRC_ADDR]\n"
@@ -4463,12 +4480,13 @@ int main(int argc, char **argv)
 				 .size = 1 << 20, .hold = 5 };
 	struct auth_id id, id2;
 	int only = -1;
+	u32 skip = 0;		/* cases -x leaves out */
 	struct peer peer;
 	int opt, c;
 
 	rng_state = (u64)time(NULL) | 1;
 	while ((opt = getopt(argc, argv,
-			     "a:p:n:s:c:b:r:F:N:L:Q:S:H:R:K:B:T:l:Ak:i:o:O:Mh")) != -1) {
+			     "a:p:n:s:c:x:b:r:F:N:L:Q:S:H:R:K:B:T:l:Ak:i:o:O:Mh")) != -1) {
 		switch (opt) {
 		case 'A':
 			auth = true;
@@ -4543,11 +4561,10 @@ int main(int argc, char **argv)
 			rng_state = strtoull(optarg, NULL, 0) | 1;
 			break;
 		case 'c':
-			for (c = 0; c < CASE_COUNT; c++)
-				if (!strcmp(optarg, case_names[c]))
-					only = c;
-			if (only < 0)
-				die_usage();
+			only = fuzz_case_named(optarg);
+			break;
+		case 'x':
+			skip |= 1U << fuzz_case_named(optarg);
 			break;
 		default:
 			die_usage();
@@ -4578,8 +4595,12 @@ int main(int argc, char **argv)
 		return fo.lanes ? flood_run(&peer, &fo) : 2;
 	printf("# seed %llu\n", (unsigned long long)rng_state);
 
+	if (only < 0 && skip == (1U << CASE_COUNT) - 1)
+		die_usage();
 	while (count.frames < frames) {
-		c = only >= 0 ? only : (int)rnd_below(CASE_COUNT);
+		do
+			c = only >= 0 ? only : (int)rnd_below(CASE_COUNT);
+		while (only < 0 && (skip & (1U << c)));
 		if (run_case(&peer, c) && count.refused)
 			break;
 		per_case[c]++;
