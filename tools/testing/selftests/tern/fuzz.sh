@@ -23,7 +23,7 @@ ternadm=$TERN_SRC/tools/ternadm/ternadm
 port=7611
 TRANSPORT=${TRANSPORT:-tcp}
 if [ "$TRANSPORT" = rdma ]; then
-	frames=${FUZZ_FRAMES:-500}
+	frames=${FUZZ_FRAMES:-250}
 	uri=rdma://${TERN_RDMA_ADDR0:-}:$port
 	# tern_fuzz speaks TCP: to the relay in front of the listener
 	fuzz_port=$((port + 1))

@@ -155,7 +155,7 @@ relay_faults() {
 	e0=$(total_of proto_errors)
 	relay_start "$1" "$2" -f "$faults" ||
 		{ echo 8 > /sys/module/tern/parameters/max_lane_faults; return 1; }
-	relay_run "$3" 8
+	relay_run "$3" 6
 	rc=$?
 	relay_stop
 	echo 8 > /sys/module/tern/parameters/max_lane_faults
