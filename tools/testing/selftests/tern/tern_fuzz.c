@@ -999,7 +999,7 @@ static const char *const case_names[CASE_COUNT] = {
 	"remote-bad-desc", "auth-hello", "auth-frames",
 };
 
-static_assert(CASE_COUNT <= 32, "tern_fuzz -x keeps the cases in a u32");
+static_assert(CASE_COUNT < 32, "tern_fuzz -x keeps the cases in a u32");
 
 static struct frame fr;
 
@@ -4595,7 +4595,9 @@ int main(int argc, char **argv)
 		return fo.lanes ? flood_run(&peer, &fo) : 2;
 	printf("# seed %llu\n", (unsigned long long)rng_state);
 
-	if (only < 0 && skip == (1U << CASE_COUNT) - 1)
+	/* -x leaves no case to pick, or the one -c asks for */
+	if (skip == (1U << CASE_COUNT) - 1 ||
+	    (only >= 0 && (skip & (1U << only))))
 		die_usage();
 	while (count.frames < frames) {
 		do

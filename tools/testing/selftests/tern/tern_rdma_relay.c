@@ -525,9 +525,12 @@ static int pump_tcp(struct conn *c)
 			/* the fault was a message of its own: data next */
 			j = i;
 			if (!can_send(c, grants(c))) {
+				/* let the fault arrive before the close */
 				say("conn %u: no credit left after the fault",
 				    c->nr);
-				return -1;
+				c->tcp_eof = true;
+				c->eof_ms = now_ms();
+				return 0;
 			}
 			i = free_send_buf(c);
 			memcpy(send_buf(c, i) + HDR_LEN,
