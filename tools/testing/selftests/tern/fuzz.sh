@@ -74,20 +74,15 @@ echo 3 > /proc/sys/vm/drop_caches
 base=$(kmalloc_bytes)
 
 modprobe "tern_$TRANSPORT" && modprobe tern_bench
-# the relay's verbs from userspace
-[ "$TRANSPORT" = tcp ] || { modprobe rdma_ucm && modprobe ib_uverbs; }
 ktap_check "echo service listens on $uri" "$ternadm" bench serve "$uri"
 if [ "$TRANSPORT" = rdma ]; then
 	relay_log=$(mktemp)
-	# not in ktap_check: its subshell would keep bg_pid
-	if bg_ready "^relay:" 5 "$relay_log" "$dir/tern_rdma_relay" \
-		-a "tcp://127.0.0.1:$fuzz_port" -c "$uri"; then
+	# not in ktap_check: its subshell would keep relay_pid
+	if relay_bg "$relay_log" /dev/null "tcp://127.0.0.1:$fuzz_port" "$uri"; then
 		ktap_pass "tern_rdma_relay carries tcp://127.0.0.1:$fuzz_port to $uri"
 	else
 		ktap_fail "tern_rdma_relay carries tcp://127.0.0.1:$fuzz_port to $uri"
 	fi
-	# shellcheck disable=SC2154 # bg_ready sets bg_pid
-	relay_pid=$bg_pid
 fi
 
 out=$("$dir/tern_fuzz" -a 127.0.0.1 -p "$fuzz_port" -n "$frames" \

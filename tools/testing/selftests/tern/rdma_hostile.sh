@@ -28,7 +28,7 @@
 # Needs tools/testing/vm/run --rdma (TERN_RDMA_ADDR0); skipped without.
 
 . "$(dirname "$0")/ktap.sh"
-# TERNADM; total_of, bg_ready, json_field, bench_clean, log_mark,
+# TERNADM; total_of, relay_bg, json_field, bench_clean, log_mark,
 # log_since: stats_lib.sh
 . "$(dirname "$0")/blk_lib.sh"
 
@@ -60,8 +60,8 @@ long:receive completion failed: local QP operation error
 inv:receive completion failed: remote invalid request error"
 
 setup() {
-	modprobe tern_tcp && modprobe tern_rdma && modprobe tern_bench &&
-		modprobe rdma_ucm && modprobe ib_uverbs || return 1
+	modprobe tern_tcp && modprobe tern_rdma && modprobe tern_bench ||
+		return 1
 	"$TERNADM" bench serve "$ECHO_RDMA" &&
 		"$TERNADM" bench serve "$ECHO_TCP"
 }
@@ -69,14 +69,8 @@ setup() {
 # relay_start ACCEPT CONNECT [OPTIONS]: the relay in the background,
 # its output in $relay_log
 relay_start() {
-	local rc
 	relay_log=$(mktemp)
-	bg_ready "^relay:" 5 "$relay_log" "$RELAY" -a "$1" -c "$2" "${@:3}"
-	rc=$?
-	# shellcheck disable=SC2154 # bg_ready sets bg_pid
-	relay_pid=$bg_pid
-	echo "$relay_pid" >> "$RELAY_PIDS"
-	return $rc
+	relay_bg "$relay_log" "$RELAY_PIDS" "$@"
 }
 
 relay_stop() {

@@ -4,6 +4,8 @@
 # tern.ko's counters and memory checks for the shell selftests (sourced,
 # after ktap.sh).
 
+_stats_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
 # total_of NAME: a lane counter summed over every lane since tern loaded
 total_of() {
 	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/tern/stats
@@ -90,6 +92,23 @@ flood_start() {
 		"$dir/tern_fuzz" -a 127.0.0.1 -p "$port" "$@"
 	rc=$?
 	flood_pid=$bg_pid
+	return $rc
+}
+
+# relay_bg LOG PIDS ACCEPT CONNECT [OPTION...]: tern_rdma_relay -a
+# ACCEPT -c CONNECT OPTION... in the background, its output in LOG, its
+# pid in relay_pid and added to the file PIDS (for an exit trap: checks
+# run in subshells); waits until it listens. Loads the modules that
+# give userspace its verbs first.
+relay_bg() {
+	local log=$1 pids=$2 rc
+	shift 2
+	modprobe rdma_ucm && modprobe ib_uverbs || return 1
+	bg_ready "^relay:" 5 "$log" "$_stats_lib_dir/tern_rdma_relay" \
+		-a "$1" -c "$2" "${@:3}"
+	rc=$?
+	relay_pid=$bg_pid
+	echo "$relay_pid" >> "$pids"
 	return $rc
 }
 
