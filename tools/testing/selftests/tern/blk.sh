@@ -565,8 +565,14 @@ resize() {	# DEV mapped on file0
 	local t=/dev/$1 rc=0 stats n0 n1
 	local hold=/sys/module/tern_target/parameters/watch_hold
 	stats=$(echo /sys/kernel/debug/tern/blk.*/"$(cat "/sys/block/$1/tern/session_id")"/stats)
+	# the check before this one fails lanes: the WATCH may be on its way
+	# again after a reconnect
+	for _ in $(seq 50); do
+		grep -qx "reserved_inflight 1" "$stats" && break
+		sleep 0.1
+	done
 	grep -qx "reserved_inflight 1" "$stats" ||
-		{ echo "no WATCH held: $(grep reserved "$stats")"; rc=1; }
+		{ echo "no WATCH held within 5 s: $(grep reserved "$stats")"; rc=1; }
 	echo 2 > "$hold" || return 1
 	truncate -s 80M "$FILE0" && adm target export resize file0 &&
 		size_within "$1" 80 3 || rc=1
