@@ -844,7 +844,7 @@ int tern_server_rx_request_front(struct tern_core_lane *cl)
 		if (sreq->rx_bvec &&
 		    tern_bvec_len_ok(sreq->rx_bvec, sreq->rx_nr_bvec,
 				     sreq->data_len)) {
-			pr_warn_ratelimited("%s: alloc_data supplied a short buffer\n",
+			pr_warn_ratelimited("%s: alloc_data supplied a short buffer or an empty bio_vec\n",
 					    cl->name);
 			return -EINVAL;
 		}

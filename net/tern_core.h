@@ -521,7 +521,11 @@ u32 tern_crc_front_data(const void *front, u32 front_len,
 			const struct bio_vec *bvec, unsigned int nr_bvec,
 			u32 data_len);
 
-/* Do @nr entries of @bvec hold @len bytes? Inline: three checks per I/O. */
+/*
+ * Do @nr entries of @bvec hold @len bytes, none of those used empty? The
+ * transports walk data a bio_vec at a time and take an empty one for no
+ * progress. Inline: three checks per I/O.
+ */
 static inline int tern_bvec_len_ok(const struct bio_vec *bvec,
 				   unsigned int nr, u32 len)
 {
@@ -530,8 +534,11 @@ static inline int tern_bvec_len_ok(const struct bio_vec *bvec,
 
 	if (len && !bvec)
 		return -EINVAL;
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr && total < len; i++) {
+		if (!bvec[i].bv_len)
+			return -EINVAL;
 		total += bvec[i].bv_len;
+	}
 	return total >= len ? 0 : -EINVAL;
 }
 

@@ -74,7 +74,9 @@ typedef void (*tern_request_done_t)(struct tern_request *req);
  * @front: inline request payload (kernel virtual), or NULL
  * @front_len: bytes at @front, at most the session's max_front
  * @dir: direction of the data buffer
- * @bvec: the requester's data buffer, iterated from bvec[0].bv_offset
+ * @bvec: the requester's data buffer, iterated from bvec[0].bv_offset;
+ *	no entry holding part of @data_len may be empty (tern_send() says
+ *	-EINVAL)
  * @nr_bvec: entries in @bvec
  * @data_len: bytes of the buffer, at most the session's max_data
  * @reply_front: where the reply's front is stored
@@ -142,7 +144,7 @@ struct tern_request {
  * @data_len: size of the requester's data buffer
  * @rx_bvec: &tern_endpoint_ops.alloc_data may point this at ULP pages
  *	that receive TO_RESPONDER data directly (no copy in tern_pull())
- * @rx_nr_bvec: entries in @rx_bvec
+ * @rx_nr_bvec: entries in @rx_bvec, none of those holding data empty
  * @rx_swappable: @rx_bvec's pages come from tern_data_page_alloc(), a
  *	page per entry, and go back with tern_data_page_free() from
  *	@rx_bvec: a transport that received the data into pages of its own
