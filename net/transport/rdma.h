@@ -192,7 +192,7 @@ struct tern_rdma_counters {
 	u64		injected_long_replies;
 	u64		injected_bad_pads;
 	u64		qp_fatal_events;	/* fatal QP async events */
-	u64		addr_changes;		/* ADDR_CHANGE on a lane's cm_id */
+	u64		addr_changes;		/* ADDR_CHANGE: lane or listener */
 };
 
 DECLARE_PER_CPU(struct tern_rdma_counters, tern_rdma_stats);
@@ -316,10 +316,11 @@ struct tern_rdma_lane {
 struct tern_rdma_listener {
 	enum tern_rdma_ctx_kind	kind;
 	struct tern_listener	*lis;
-	struct mutex		lock;		/* the two below */
+	struct mutex		lock;		/* the three below */
 	struct rdma_cm_id	*cm_id;		/* NULL once rdma_cm took it */
 	bool			stopping;
-	/* listen again once the device comes back */
+	bool			addr_changed;	/* cm_id to be replaced */
+	/* listen again once the device comes back or the address moved */
 	struct delayed_work	relisten;
 };
 

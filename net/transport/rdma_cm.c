@@ -918,6 +918,21 @@ static int tern_rdma_listener_event(struct tern_rdma_listener *tll,
 		}
 		mutex_unlock(&tll->lock);
 		return ours;
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		/*
+		 * The netdev's MAC moved (bond failover): the cm_id keeps
+		 * the old L2 address and GID entry, so listen anew, as
+		 * nvmet-rdma does; not from here, where destroying the
+		 * cm_id would deadlock, but in the relisten work.
+		 */
+		TERN_RDMA_STAT(addr_changes, 1);
+		mutex_lock(&tll->lock);
+		if (tll->cm_id == id && !tll->stopping) {
+			tll->addr_changed = true;
+			mod_delayed_work(tern_rdma_wq, &tll->relisten, 0);
+		}
+		mutex_unlock(&tll->lock);
+		return 0;
 	default:
 		return 0;
 	}
@@ -983,6 +998,16 @@ static void tern_rdma_relisten(struct work_struct *work)
 	struct rdma_cm_id *id;
 
 	mutex_lock(&tll->lock);
+	if (tll->addr_changed && !tll->stopping) {
+		id = tll->cm_id;
+		tll->cm_id = NULL;
+		tll->addr_changed = false;
+		/* its handlers take the lock: destroy it without */
+		mutex_unlock(&tll->lock);
+		if (id)
+			rdma_destroy_id(id);
+		mutex_lock(&tll->lock);
+	}
 	if (tll->stopping || tll->cm_id) {
 		mutex_unlock(&tll->lock);
 		return;
