@@ -1043,7 +1043,11 @@ static void tern_slot_connect(struct tern_lane_slot *slot)
 
 	err = path->tops->connect(&cl->pub, &path->addr);
 	if (err) {
-		pr_debug("%s: connect failed (%d)\n", cl->name, err);
+		/* a first connect's error is tern_connect()'s to report */
+		if (READ_ONCE(sess->negotiated))
+			pr_info_ratelimited("%s: reconnect failed (%d), next try in %u ms\n",
+					    cl->name, err,
+					    READ_ONCE(slot->backoff_ms));
 		cl->sess = NULL;
 		WRITE_ONCE(cl->slot, NULL);
 		tern_session_put(sess);

@@ -744,6 +744,7 @@ int tern_rdma_connect(struct tern_lane *lane,
 	unsigned int resolve_ms = READ_ONCE(tern_rdma_resolve_timeout_ms) ?: 1;
 	struct tern_rdma_cm_priv priv;
 	struct rdma_conn_param param;
+	const char *step = "cm_id creation";
 	struct sockaddr_storage dst;
 	struct tern_rdma_lane *tl;
 	int err;
@@ -763,23 +764,27 @@ int tern_rdma_connect(struct tern_lane *lane,
 	}
 
 	memcpy(&dst, addr, tern_rdma_addrlen(addr));
+	step = "address resolution";
 	err = rdma_resolve_addr(tl->cm_id, NULL, (struct sockaddr *)&dst,
 				resolve_ms);
 	if (!err)
 		err = tern_rdma_wait(tl, deadline);
 	if (err)
 		goto fail;
+	step = "route resolution";
 	err = rdma_resolve_route(tl->cm_id, resolve_ms);
 	if (!err)
 		err = tern_rdma_wait(tl, deadline);
 	if (err)
 		goto fail;
 
+	step = "queue setup";
 	err = tern_rdma_create_queue(tl);
 	if (err)
 		goto fail;
 	tern_rdma_fill_priv(tl, &priv);
 	tern_rdma_conn_param(tl, &param, &priv, NULL);
+	step = "connect";
 	err = rdma_connect(tl->cm_id, &param);
 	if (!err)
 		err = tern_rdma_wait(tl, deadline);
@@ -791,7 +796,9 @@ int tern_rdma_connect(struct tern_lane *lane,
 	return 0;
 
 fail:
-	pr_debug("connect to %pISpc failed (%d)\n", addr, err);
+	/* which step failed says where to look (the core names the lane) */
+	pr_info_ratelimited("connect to %pISpc failed in %s (%d)\n", addr,
+			    step, err);
 	/*
 	 * rdma_destroy_id() waits for a running handler; the completion is
 	 * only looked at by us, so a late event is harmless.

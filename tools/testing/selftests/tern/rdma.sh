@@ -128,8 +128,9 @@ survived() {
 # inline ones a lane's teardown could find every request sent already
 # answered in its CQ.
 device_bounce() {
-	local pid out rc t0 bad=0
+	local pid out rc t0 mark n bad=0
 	out=$(mktemp)
+	mark=$(log_mark)
 	"$TERNADM" bench run "$URI" --json --time 16 --depth 16 --lanes 2 \
 		--size 64k --dir both --verify > "$out" 2>&1 &
 	pid=$!
@@ -153,6 +154,13 @@ device_bounce() {
 	echo "run exit $rc, ended $((SECONDS - t0)) s after the device came back"
 	survived "$rc" "$out" || bad=1
 	rm -f "$out"
+	# the tries while the device was gone were logged, with their step
+	n=$(log_count "$mark" "reconnect failed (-[0-9]*), next try in")
+	echo "reconnects failed: $n logged"
+	[ "${n:-0}" -gt 0 ] || bad=1
+	log_since "$mark" | grep "connect to $ADDR0:$PORT failed in " | head -n 3
+	n=$(log_count "$mark" "connect to $ADDR0:$PORT failed in [a-z]")
+	[ "${n:-0}" -gt 0 ] || bad=1
 	# a new session finds the listener again
 	"$TERNADM" bench run "$URI" --count 100 --verify >/dev/null || bad=1
 	return $bad
@@ -917,7 +925,7 @@ ktap_check "connect to unreachable 10.77.0.99 fails within 8 s" \
 	fails_within 8 "$TERNADM" bench run "rdma://10.77.0.99:$PORT" --count 1
 ktap_check "connect to unroutable 192.0.2.1 fails within 3 s" \
 	fails_within 3 "$TERNADM" bench run "rdma://192.0.2.1:$PORT" --count 1
-ktap_check "rdma link delete $DEV0 under a verified run, back 3 s later: listener back, lanes reconnect, requests resent, no error" \
+ktap_check "rdma link delete $DEV0 under a verified run, back 3 s later: listener back, lanes reconnect, failed tries logged with their step, requests resent, no error" \
 	device_bounce
 ktap_check "bond failover under a verified run: ADDR_CHANGE, lanes reconnect, the listener listens anew, no error, new sessions connect" \
 	addr_change
