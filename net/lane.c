@@ -1049,7 +1049,7 @@ static void tern_lane_ka_work(struct work_struct *work)
 
 	if (READ_ONCE(cl->state) != TERN_LANE_LIVE) {
 		unsigned long deadline = cl->born +
-			msecs_to_jiffies(READ_ONCE(tern_handshake_timeout_ms));
+			msecs_to_jiffies(tern_handshake_ms());
 
 		if (time_after_eq(now, deadline)) {
 			pr_info_ratelimited("%s: handshake timeout\n",
@@ -1320,7 +1320,7 @@ void tern_lane_start(struct tern_lane *lane)
 	struct tern_core_lane *cl = to_core_lane(lane);
 
 	tern_lane_move(cl, TERN_LANE_HANDSHAKE);
-	tern_lane_arm_keepalive(cl, READ_ONCE(tern_handshake_timeout_ms));
+	tern_lane_arm_keepalive(cl, tern_handshake_ms());
 }
 EXPORT_SYMBOL_GPL(tern_lane_start);
 

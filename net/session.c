@@ -1066,8 +1066,7 @@ static void tern_slot_connect(struct tern_lane_slot *slot)
 		slot->lane = cl;
 		sess->nr_lanes++;
 		tern_lane_queue_hello(cl);
-		tern_lane_arm_keepalive(cl,
-					READ_ONCE(tern_handshake_timeout_ms));
+		tern_lane_arm_keepalive(cl, tern_handshake_ms());
 	} else {
 		tern_slot_schedule_locked(slot);
 	}

@@ -740,7 +740,8 @@ int tern_rdma_connect(struct tern_lane *lane,
 		      const struct sockaddr_storage *addr)
 {
 	unsigned long deadline = jiffies +
-		msecs_to_jiffies(READ_ONCE(tern_rdma_connect_timeout_ms));
+		msecs_to_jiffies(max(READ_ONCE(tern_rdma_connect_timeout_ms),
+				     100U));
 	unsigned int resolve_ms = READ_ONCE(tern_rdma_resolve_timeout_ms) ?: 1;
 	struct tern_rdma_cm_priv priv;
 	struct rdma_conn_param param;
