@@ -31,7 +31,7 @@ MODULE_PARM_DESC(inject_fail_every,
 unsigned int tern_handshake_timeout_ms = 10000;
 module_param_named(handshake_timeout_ms, tern_handshake_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(handshake_timeout_ms,
-		 "Close a connection whose handshake has not completed after this many ms, at least 100 (default 10000)");
+		 "Close a connection whose handshake has not completed after this many ms, at least 1000 (default 10000)");
 
 unsigned int tern_max_handshakes = 256;
 module_param_named(max_handshakes, tern_max_handshakes, uint, 0644);

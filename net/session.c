@@ -1017,12 +1017,22 @@ static void tern_slot_connect_work(struct work_struct *work)
 	memalloc_noio_restore(noio);
 }
 
+/* The name of the lanes of @slot: ENDPOINT/SESSION/INDEX */
+static void tern_slot_name(const struct tern_lane_slot *slot, char *buf,
+			   size_t size)
+{
+	snprintf(buf, size, "%s/%016llx/%u", slot->sess->ep->name,
+		 slot->sess->id, slot->idx);
+}
+
 static void tern_slot_connect(struct tern_lane_slot *slot)
 {
 	struct tern_session *sess = slot->sess;
 	struct tern_path *path = slot->path;
+	unsigned int next_ms = 0;
 	struct tern_core_lane *cl;
-	bool bound;
+	bool bound, again = false;
+	char name[sizeof_field(struct tern_core_lane, name)];
 	int err;
 
 	cl = tern_lane_alloc(sess->ep, path->tops, true);
@@ -1030,8 +1040,7 @@ static void tern_slot_connect(struct tern_lane_slot *slot)
 		err = -ENOMEM;
 		goto retry;
 	}
-	snprintf(cl->name, sizeof(cl->name), "%s/%016llx/%u", sess->ep->name,
-		 sess->id, slot->idx);
+	tern_slot_name(slot, cl->name, sizeof(cl->name));
 	WRITE_ONCE(cl->slot, slot);
 	cl->sess = sess;
 	kref_get(&sess->ref);
@@ -1043,11 +1052,6 @@ static void tern_slot_connect(struct tern_lane_slot *slot)
 
 	err = path->tops->connect(&cl->pub, &path->addr);
 	if (err) {
-		/* a first connect's error is tern_connect()'s to report */
-		if (READ_ONCE(sess->negotiated))
-			pr_info_ratelimited("%s: reconnect failed (%d), next try in %u ms\n",
-					    cl->name, err,
-					    READ_ONCE(slot->backoff_ms));
 		cl->sess = NULL;
 		WRITE_ONCE(cl->slot, NULL);
 		tern_session_put(sess);
@@ -1079,12 +1083,21 @@ static void tern_slot_connect(struct tern_lane_slot *slot)
 retry:
 	spin_lock_bh(&sess->lock);
 	slot->last_err = err;
-	if (!sess->negotiated && !slot->idx && !sess->fatal_err)
+	if (!sess->negotiated && !slot->idx && !sess->fatal_err) {
 		sess->fatal_err = err;	/* first connect fails fast */
-	else
+	} else if (!sess->destroying) {
+		next_ms = slot->backoff_ms;	/* the delay scheduled now */
 		tern_slot_schedule_locked(slot);
+		again = true;
+	}
 	spin_unlock_bh(&sess->lock);
 	wake_up_all(&sess->wait);
+	/* a session's first connect reports its error to tern_connect() */
+	if (again) {
+		tern_slot_name(slot, name, sizeof(name));
+		pr_info_ratelimited("%s: connect failed (%d), next try in %u ms\n",
+				    name, err, next_ms);
+	}
 }
 
 /* The handshake of the session's first lane failed: tern_connect() too. */

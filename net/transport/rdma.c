@@ -60,7 +60,7 @@ MODULE_PARM_DESC(resolve_timeout_ms,
 unsigned int tern_rdma_connect_timeout_ms = 5000;
 module_param_named(connect_timeout_ms, tern_rdma_connect_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(connect_timeout_ms,
-		 "Give up a connection attempt after this many ms in total, at least 100 (default 5000)");
+		 "Give up a connection attempt after this many ms in total, at least 1000 (default 5000)");
 
 unsigned int tern_rdma_relisten_ms = 1000;
 module_param_named(relisten_ms, tern_rdma_relisten_ms, uint, 0644);

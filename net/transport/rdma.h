@@ -192,7 +192,7 @@ struct tern_rdma_counters {
 	u64		injected_long_replies;
 	u64		injected_bad_pads;
 	u64		qp_fatal_events;	/* fatal QP async events */
-	u64		addr_changes;		/* ADDR_CHANGE: lane or listener */
+	u64		addr_changes;		/* ADDR_CHANGE on a lane's cm_id */
 };
 
 DECLARE_PER_CPU(struct tern_rdma_counters, tern_rdma_stats);

@@ -741,7 +741,7 @@ int tern_rdma_connect(struct tern_lane *lane,
 {
 	unsigned long deadline = jiffies +
 		msecs_to_jiffies(max(READ_ONCE(tern_rdma_connect_timeout_ms),
-				     100U));
+				     1000U));
 	unsigned int resolve_ms = READ_ONCE(tern_rdma_resolve_timeout_ms) ?: 1;
 	struct tern_rdma_cm_priv priv;
 	struct rdma_conn_param param;
@@ -797,9 +797,9 @@ int tern_rdma_connect(struct tern_lane *lane,
 	return 0;
 
 fail:
-	/* which step failed says where to look (the core names the lane) */
-	pr_info_ratelimited("connect to %pISpc failed in %s (%d)\n", addr,
-			    step, err);
+	/* which step failed says where to look */
+	pr_info_ratelimited("%s: connect to %pISpc failed in %s (%d)\n",
+			    tern_lane_name(lane), addr, step, err);
 	/*
 	 * rdma_destroy_id() waits for a running handler; the completion is
 	 * only looked at by us, so a late event is harmless.
@@ -933,11 +933,12 @@ static int tern_rdma_listener_event(struct tern_rdma_listener *tll,
 		 * nvmet-rdma does; not from here, where destroying the
 		 * cm_id would deadlock, but in the relisten work.
 		 */
-		TERN_RDMA_STAT(addr_changes, 1);
 		mutex_lock(&tll->lock);
 		if (tll->cm_id == id && !tll->stopping) {
 			tll->addr_changed = true;
 			mod_delayed_work(tern_rdma_wq, &tll->relisten, 0);
+			pr_info("address change: listening anew on %pISpc\n",
+				&tll->lis->addr);
 		}
 		mutex_unlock(&tll->lock);
 		return 0;
@@ -960,43 +961,44 @@ static int tern_rdma_cm_handler(struct rdma_cm_id *id,
 						 kind), ev);
 }
 
-/* A bound, listening cm_id for @tll's address, or an ERR_PTR. */
-static struct rdma_cm_id *tern_rdma_listen_id(struct tern_rdma_listener *tll,
-					      bool quiet)
+/*
+ * A cm_id bound to @tll's address and listening, in *@idp; on an error
+ * *@idp may hold one the caller must destroy once it has dropped
+ * tll->lock: a DEVICE_REMOVAL handler of that id may be waiting for the
+ * lock, and rdma_destroy_id() waits for the id's handlers.
+ */
+static int tern_rdma_listen_id(struct tern_rdma_listener *tll, bool quiet,
+			       struct rdma_cm_id **idp)
 {
 	const struct sockaddr_storage *where = &tll->lis->addr;
 	struct sockaddr_storage addr;
 	struct rdma_cm_id *id;
 	int err;
 
+	lockdep_assert_held(&tll->lock);
+	*idp = NULL;
 	id = rdma_create_id(&init_net, tern_rdma_cm_handler, tll, RDMA_PS_TCP,
 			    IB_QPT_RC);
 	if (IS_ERR(id))
-		return id;
+		return PTR_ERR(id);
+	*idp = id;
 	/* "[::]" means IPv6 only, as on TCP. */
 	if (where->ss_family == AF_INET6) {
 		err = rdma_set_afonly(id, 1);
 		if (err)
-			goto out_destroy;
+			return err;
 	}
 	memcpy(&addr, where, sizeof(addr));
 	err = rdma_bind_addr(id, (struct sockaddr *)&addr);
 	if (err) {
 		if (!quiet)
 			pr_warn("cannot bind %pISpc (%d)\n", where, err);
-		goto out_destroy;
+		return err;
 	}
 	err = rdma_listen(id, 128);
-	if (err) {
-		if (!quiet)
-			pr_warn("cannot listen on %pISpc (%d)\n", where, err);
-		goto out_destroy;
-	}
-	return id;
-
-out_destroy:
-	rdma_destroy_id(id);
-	return ERR_PTR(err);
+	if (err && !quiet)
+		pr_warn("cannot listen on %pISpc (%d)\n", where, err);
+	return err;
 }
 
 static void tern_rdma_relisten(struct work_struct *work)
@@ -1004,6 +1006,7 @@ static void tern_rdma_relisten(struct work_struct *work)
 	struct tern_rdma_listener *tll = container_of(to_delayed_work(work),
 					struct tern_rdma_listener, relisten);
 	struct rdma_cm_id *id;
+	int err;
 
 	mutex_lock(&tll->lock);
 	if (tll->addr_changed && !tll->stopping) {
@@ -1020,8 +1023,8 @@ static void tern_rdma_relisten(struct work_struct *work)
 		mutex_unlock(&tll->lock);
 		return;
 	}
-	id = tern_rdma_listen_id(tll, true);
-	if (IS_ERR(id)) {
+	err = tern_rdma_listen_id(tll, true, &id);
+	if (err) {
 		queue_delayed_work(tern_rdma_wq, &tll->relisten,
 				   tern_rdma_relisten_delay());
 	} else {
@@ -1029,12 +1032,15 @@ static void tern_rdma_relisten(struct work_struct *work)
 		pr_info("listening again on %pISpc\n", &tll->lis->addr);
 	}
 	mutex_unlock(&tll->lock);
+	if (err && id)
+		rdma_destroy_id(id);
 }
 
 int tern_rdma_listen(struct tern_listener *lis)
 {
 	struct tern_rdma_listener *tll;
 	struct rdma_cm_id *id;
+	int err;
 
 	tll = kzalloc(sizeof(*tll), GFP_KERNEL);
 	if (!tll)
@@ -1047,15 +1053,17 @@ int tern_rdma_listen(struct tern_listener *lis)
 	/* Connect requests may arrive before this returns: publish first. */
 	lis->tpriv = tll;
 	mutex_lock(&tll->lock);
-	id = tern_rdma_listen_id(tll, false);
-	if (!IS_ERR(id))
+	err = tern_rdma_listen_id(tll, false, &id);
+	if (!err)
 		tll->cm_id = id;
 	mutex_unlock(&tll->lock);
-	if (IS_ERR(id)) {
+	if (err) {
+		if (id)
+			rdma_destroy_id(id);
 		lis->tpriv = NULL;
 		mutex_destroy(&tll->lock);
 		kfree(tll);
-		return PTR_ERR(id);
+		return err;
 	}
 	pr_info("listening on %pISpc\n", &lis->addr);
 	return 0;

@@ -51,7 +51,7 @@
 static unsigned int connect_timeout_ms = 5000;
 module_param(connect_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(connect_timeout_ms,
-		 "Give up a TCP connection attempt after this many ms, at least 100 (default 5000)");
+		 "Give up a TCP connection attempt after this many ms, at least 1000 (default 5000)");
 
 static unsigned int io_budget = 64;
 module_param(io_budget, uint, 0644);
@@ -693,9 +693,9 @@ static int tern_tcp_connect(struct tern_lane *lane,
 	tern_tcp_sock_setup(sock);
 
 	lock_sock(sock->sk);
-	/* at least 100 ms: a timeout of 0 would make the connect nonblocking */
+	/* at least 1 s: a timeout of 0 would make the connect nonblocking */
 	sock->sk->sk_sndtimeo =
-		msecs_to_jiffies(max(READ_ONCE(connect_timeout_ms), 100U));
+		msecs_to_jiffies(max(READ_ONCE(connect_timeout_ms), 1000U));
 	release_sock(sock->sk);
 	err = kernel_connect(sock, (struct sockaddr *)addr,
 			     tern_tcp_addrlen(addr), 0);

@@ -148,6 +148,18 @@ one_way() {
 	done
 }
 
+# A handshake or connect timeout of 0 once failed every handshake or
+# connect; both are taken as 1 s now
+zero_timeouts() {
+	local rc=0
+	setp tern handshake_timeout_ms 0 &&
+		setp "tern_$TRANSPORT" connect_timeout_ms 0 || rc=1
+	run_ok "$URI4" 200 --lanes 2 --size 4096 --dir both --verify || rc=1
+	setp tern handshake_timeout_ms 10000
+	setp "tern_$TRANSPORT" connect_timeout_ms 5000
+	return $rc
+}
+
 stat_of() {
 	local j
 	j=$(bench stats --json) || return 1
@@ -443,8 +455,8 @@ slab_kb() {
 # transport, are not planned, nor two of the six size matrices: CRC on
 # aligned buffers (rdma.sh's zero-copy runs check CRCs on them), and IPv6
 # with CRC (the address family and the CRC meet in no transport code).
-PLANNED=23
-[ "$TRANSPORT" = tcp ] || PLANNED=18
+PLANNED=24
+[ "$TRANSPORT" = tcp ] || PLANNED=19
 ktap_plan $PLANNED
 
 if [ -z "$HOST4" ] || [ ! -x "$TERNADM" ]; then
@@ -491,6 +503,8 @@ else
 fi
 check "one direction at a time (to, from), unaligned, verified" \
 	one_way "$URI4"
+check "tern.handshake_timeout_ms and tern_$TRANSPORT.connect_timeout_ms at 0 (taken as 1 s): a new session connects, verified" \
+	zero_timeouts
 check "data moved zero-copy over rdma (counters), never over tcp" zero_copy
 check "20k messages on 4 lanes: all matched once, echo saw >= 20k, no duplicates" \
 	many_messages

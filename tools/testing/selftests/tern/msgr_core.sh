@@ -131,17 +131,11 @@ ktap_check "data CRC mismatches were counted ($crc_before -> $crc_after)" \
 
 ktap_check "debugfs shows the open session on both sides" session_stats
 
-# absurd values are bounded where read: an io_budget beyond int once
-# stopped every send (taken as 4096 now), a handshake or connect timeout
-# of 0 failed every handshake or connect (taken as 100 ms)
+# an io_budget beyond int once stopped every send: taken as 4096 now
 setp tern_tcp io_budget 4294967295
-setp tern handshake_timeout_ms 0
-setp tern_tcp connect_timeout_ms 0
-ktap_check "the checks pass again with tern_tcp.io_budget at 4294967295, tern.handshake_timeout_ms and tern_tcp.connect_timeout_ms at 0" \
+ktap_check "the checks pass again with tern_tcp.io_budget at 4294967295" \
 	sh -c "echo 1 > $RERUN"
 setp tern_tcp io_budget 64
-setp tern handshake_timeout_ms 10000
-setp tern_tcp connect_timeout_ms 5000
 
 setp tern max_core_data_mib_per_session 8
 ktap_check "core data budget per session: of 32 held 1 MiB writes at most 8 MiB held, the rest refused with -ENOMEM and counted, all given back" \

@@ -155,11 +155,11 @@ device_bounce() {
 	survived "$rc" "$out" || bad=1
 	rm -f "$out"
 	# the tries while the device was gone were logged, with their step
-	n=$(log_count "$mark" "reconnect failed (-[0-9]*), next try in")
+	n=$(log_count "$mark" ": connect failed (-[0-9]*), next try in")
 	echo "reconnects failed: $n logged"
 	[ "${n:-0}" -gt 0 ] || bad=1
-	log_since "$mark" | grep "connect to $ADDR0:$PORT failed in " | head -n 3
-	n=$(log_count "$mark" "connect to $ADDR0:$PORT failed in [a-z]")
+	log_since "$mark" | grep ": connect to $ADDR0:$PORT failed in " | head -n 3
+	n=$(log_count "$mark" ": connect to $ADDR0:$PORT failed in [a-z]")
 	[ "${n:-0}" -gt 0 ] || bad=1
 	# a new session finds the listener again
 	"$TERNADM" bench run "$URI" --count 100 --verify >/dev/null || bad=1
