@@ -66,6 +66,7 @@ enum tt_op {
 	TT_OP_STATUS,		/* answered with status (s32)len, any value */
 	TT_OP_HOLD,		/* a write held unanswered until "hold" is 0 */
 	TT_OP_DROP,		/* first copy closes the lane it came on */
+	TT_OP_EMPTY_BVEC,	/* tern_pull()/tern_push() of an empty entry */
 };
 
 #define TT_HOLD_MAX	256
@@ -277,6 +278,40 @@ static int tt_handle_read(struct tern_srv_req *sreq, const struct tt_front *f)
 	return err;
 }
 
+/*
+ * The responder's calls refuse an empty bio_vec among the entries that
+ * hold the data, as tern_send() does: answered 0 when tern_pull() or
+ * tern_push() said -EINVAL, -EIO when either took it.
+ */
+static int tt_handle_empty_bvec(struct tern_srv_req *sreq)
+{
+	struct tt_empty {
+		struct tt_buf	buf;	/* first: tt_release() frees it all */
+		struct bio_vec	bv[3];	/* tern_push() keeps them */
+	} *e;
+	u32 len = sreq->data_len;
+	int err;
+
+	if (len <= PAGE_SIZE || len > 2 * PAGE_SIZE)
+		return -EINVAL;
+	e = kzalloc(sizeof(*e), GFP_NOIO);
+	if (!e || tt_buf_alloc(&e->buf, len, 0, GFP_NOIO)) {
+		kfree(e);
+		return -ENOMEM;
+	}
+	sreq->priv = &e->buf;
+	e->bv[0] = e->buf.bvec[0];
+	bvec_set_page(&e->bv[1], e->buf.pages[0], 0, 0);
+	e->bv[2] = e->buf.bvec[1];
+	if (sreq->dir == TERN_DATA_TO_RESPONDER)
+		err = tern_pull(sreq, e->bv, ARRAY_SIZE(e->bv), 0, len,
+				tt_xfer_done);
+	else
+		err = tern_push(sreq, e->bv, ARRAY_SIZE(e->bv), len,
+				tt_xfer_done);
+	return err == -EINVAL ? 0 : -EIO;
+}
+
 struct tt_irq_reply {
 	struct hrtimer		timer;
 	struct tern_srv_req	*sreq;
@@ -385,6 +420,9 @@ static void tt_request(struct tern_srv_req *sreq)
 			if (!sreq->resent)
 				tern_lane_error(sreq->lane, -ECONNRESET);
 			status = 0;
+			break;
+		case TT_OP_EMPTY_BVEC:
+			status = tt_handle_empty_bvec(sreq);
 			break;
 		case TT_OP_STALL:
 			/* Starve the requester's keepalive: it must resend. */
@@ -632,7 +670,8 @@ static int tt_sizes(struct tern_session *sess, const char *name)
 /*
  * An empty bio_vec among the entries that hold a request's data is refused
  * by tern_send() (the transports' page walks would make no progress on
- * it); empty entries past the data are never looked at.
+ * it), and by the responder's tern_pull() and tern_push(); empty entries
+ * past the data are never looked at.
  */
 static int tt_empty_bvecs(struct tern_session *sess, const char *name)
 {
@@ -688,6 +727,26 @@ static int tt_empty_bvecs(struct tern_session *sess, const char *name)
 		}
 		err = tt_req_wait(r, tt_wait_jiffies(), "empty bvec") ?:
 		      tt_req_check(r, "empty bvec");
+	}
+	/*
+	 * The responder's tern_pull() and tern_push() refuse them too (an
+	 * odd seed: tt_alloc_data() supplies no pages of its own).
+	 */
+	for (i = 0; !err && i < 2; i++) {
+		tt_req_prep(r, TT_OP_EMPTY_BVEC, 2 * PAGE_SIZE, 1001, 0);
+		r->req.dir = i ? TERN_DATA_FROM_RESPONDER :
+				 TERN_DATA_TO_RESPONDER;
+		r->req.bvec = r->buf.bvec;
+		r->req.nr_bvec = r->buf.nr;
+		r->req.data_len = 2 * PAGE_SIZE;
+		err = tern_send(sess, &r->req, 0) ?:
+		      tt_req_wait(r, tt_wait_jiffies(), "empty bvec");
+		if (!err && (r->req.status || r->req.reply_status)) {
+			pr_err("%s: the responder's tern_%s() took an empty bio_vec (status %d/%d)\n",
+			       name, i ? "push" : "pull", r->req.status,
+			       r->req.reply_status);
+			err = -EIO;
+		}
 	}
 	tt_buf_free(&r->buf);
 	kfree(r);
