@@ -1310,9 +1310,9 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
  * An export already mapped with the same identity (transport, address,
  * service, export, host id) gives the existing device, unless
  * @opts->duplicate asks for another one; asking for what that device
- * lacks (other lanes, queue depth or inline limits, crc, read-only, a
- * key, encryption, integrity) is refused with -EEXIST, as nvme refuses a
- * duplicate connect.
+ * lacks (other lanes, queue depth or inline limits, a path, crc,
+ * read-only, a key, encryption, integrity) is refused with -EEXIST, as
+ * nvme refuses a duplicate connect.
  *
  * Return: 0, or a negative errno and nothing is created.
  */

@@ -280,8 +280,9 @@ static int tt_handle_read(struct tern_srv_req *sreq, const struct tt_front *f)
 
 /*
  * The responder's calls refuse an empty bio_vec among the entries that
- * hold the data, as tern_send() does: answered 0 when tern_pull() or
- * tern_push() said -EINVAL, -EIO when either took it.
+ * hold the data, as tern_send() does: -EIO when tern_pull() or
+ * tern_push() took it; else the same call with the entries whole gives
+ * the answer, so a refusal of everything fails too.
  */
 static int tt_handle_empty_bvec(struct tern_srv_req *sreq)
 {
@@ -292,7 +293,8 @@ static int tt_handle_empty_bvec(struct tern_srv_req *sreq)
 	u32 len = sreq->data_len;
 	int err;
 
-	if (len <= PAGE_SIZE || len > 2 * PAGE_SIZE)
+	/* with an even seed tt_alloc_data() took sreq->priv */
+	if (len <= PAGE_SIZE || len > 2 * PAGE_SIZE || sreq->priv)
 		return -EINVAL;
 	e = kzalloc(sizeof(*e), GFP_NOIO);
 	if (!e || tt_buf_alloc(&e->buf, len, 0, GFP_NOIO)) {
@@ -303,13 +305,20 @@ static int tt_handle_empty_bvec(struct tern_srv_req *sreq)
 	e->bv[0] = e->buf.bvec[0];
 	bvec_set_page(&e->bv[1], e->buf.pages[0], 0, 0);
 	e->bv[2] = e->buf.bvec[1];
-	if (sreq->dir == TERN_DATA_TO_RESPONDER)
+	if (sreq->dir == TERN_DATA_TO_RESPONDER) {
 		err = tern_pull(sreq, e->bv, ARRAY_SIZE(e->bv), 0, len,
 				tt_xfer_done);
-	else
+		if (err == -EINVAL)
+			err = tern_pull(sreq, e->buf.bvec, e->buf.nr, 0, len,
+					tt_xfer_done);
+	} else {
 		err = tern_push(sreq, e->bv, ARRAY_SIZE(e->bv), len,
 				tt_xfer_done);
-	return err == -EINVAL ? 0 : -EIO;
+		if (err == -EINVAL)
+			err = tern_push(sreq, e->buf.bvec, e->buf.nr, len,
+					tt_xfer_done);
+	}
+	return err == -EINVAL ? -EIO : err;
 }
 
 struct tt_irq_reply {
@@ -741,10 +750,11 @@ static int tt_empty_bvecs(struct tern_session *sess, const char *name)
 		r->req.data_len = 2 * PAGE_SIZE;
 		err = tern_send(sess, &r->req, 0) ?:
 		      tt_req_wait(r, tt_wait_jiffies(), "empty bvec");
-		if (!err && (r->req.status || r->req.reply_status)) {
-			pr_err("%s: the responder's tern_%s() took an empty bio_vec (status %d/%d)\n",
+		if (!err && (r->req.status || r->req.reply_status ||
+			     r->req.reply_data_len != (i ? 2 * PAGE_SIZE : 0))) {
+			pr_err("%s: the responder's tern_%s() with an empty bio_vec: status %d/%d, %u bytes back\n",
 			       name, i ? "push" : "pull", r->req.status,
-			       r->req.reply_status);
+			       r->req.reply_status, r->req.reply_data_len);
 			err = -EIO;
 		}
 	}
