@@ -24,9 +24,9 @@
  * header-only CREDIT message goes out. The last credit is only spent on a
  * SEND that grants credits too, so two peers can never both wait.
  *
- * Contexts: completions run in a work item (IB_POLL_WORKQUEUE on a CQ from
- * the device's CQ pool): they move receive buffers to a list and count
- * send completions, then run the lane's I/O right there, in process
+ * Contexts: completions run in a work item (each lane's own CQ, polled by
+ * its cq_work on tern_rdma_cq_wq): they move receive buffers to a list and
+ * count send completions, then run the lane's I/O right there, in process
  * context as the core requires: parse the received bytes, repost receive
  * buffers, copy queued frames into the send ring and post them. Only when
  * someone else runs it (TERN_OWN_BUSY) do they queue the lane's
@@ -39,8 +39,9 @@
  * gather list (tern_rdma_ref_frame()), and then the send buffer holds
  * the frame until that SEND completes.
  *
- * Locking: tl->lock (bh) guards the receive-completion list, the send
- * completion count and the ready/stopped flags; all other lane state is
+ * Locking: received buffers go on a lockless list (tl->rx_done); tl->lock
+ * (bh) guards the send completion count, the completed ops, the free send
+ * queue entries and the ready/stopped flags; all other lane state is
  * io_work's. rdma_cm events are serialised per cm_id by rdma_cm; the lane
  * handler only completes the connect wait or reports an error. Shutdown
  * stops io_work from being queued, drains the QP (every posted work
