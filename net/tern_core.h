@@ -409,10 +409,9 @@ extern struct dentry *tern_debugfs_root;
 extern unsigned int tern_handshake_timeout_ms;
 extern unsigned int tern_max_handshakes;
 
-/* tern.handshake_timeout_ms, at least 1 s: 0 would fail every handshake */
 static inline unsigned int tern_handshake_ms(void)
 {
-	return max(READ_ONCE(tern_handshake_timeout_ms), 1000U);
+	return tern_timeout_ms(READ_ONCE(tern_handshake_timeout_ms));
 }
 
 extern unsigned int tern_max_lane_faults;

@@ -247,6 +247,16 @@ static inline unsigned int tern_io_budget(unsigned int param)
 	return clamp(param, 1U, TERN_IO_BUDGET_MAX);
 }
 
+/*
+ * A connect or handshake timeout module parameter as used: at least 1 s,
+ * since 0 would fail every attempt before it could succeed.
+ */
+#define TERN_MIN_TIMEOUT_MS	1000U
+static inline unsigned int tern_timeout_ms(unsigned int param)
+{
+	return max(param, TERN_MIN_TIMEOUT_MS);
+}
+
 void tern_lane_count_submitter_sends(struct tern_lane *lane,
 				     unsigned int sends);
 

@@ -739,9 +739,9 @@ static int tern_rdma_cm_handler(struct rdma_cm_id *id,
 int tern_rdma_connect(struct tern_lane *lane,
 		      const struct sockaddr_storage *addr)
 {
-	unsigned long deadline = jiffies +
-		msecs_to_jiffies(max(READ_ONCE(tern_rdma_connect_timeout_ms),
-				     1000U));
+	unsigned int timeout_ms =
+		tern_timeout_ms(READ_ONCE(tern_rdma_connect_timeout_ms));
+	unsigned long deadline = jiffies + msecs_to_jiffies(timeout_ms);
 	unsigned int resolve_ms = READ_ONCE(tern_rdma_resolve_timeout_ms) ?: 1;
 	struct tern_rdma_cm_priv priv;
 	struct rdma_conn_param param;

@@ -693,9 +693,9 @@ static int tern_tcp_connect(struct tern_lane *lane,
 	tern_tcp_sock_setup(sock);
 
 	lock_sock(sock->sk);
-	/* at least 1 s: a timeout of 0 would make the connect nonblocking */
+	/* a send timeout of 0 would also make the connect nonblocking */
 	sock->sk->sk_sndtimeo =
-		msecs_to_jiffies(max(READ_ONCE(connect_timeout_ms), 1000U));
+		msecs_to_jiffies(tern_timeout_ms(READ_ONCE(connect_timeout_ms)));
 	release_sock(sock->sk);
 	err = kernel_connect(sock, (struct sockaddr *)addr,
 			     tern_tcp_addrlen(addr), 0);
