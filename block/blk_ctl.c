@@ -227,7 +227,7 @@ static int tern_blk_parse_one(unsigned int opt, const char *key,
 	case OPT_EXPORT:
 	case OPT_HOST:
 		if (!tern_blk_name_ok(val)) {
-			pr_err("option %s: expected 1-63 of [A-Za-z0-9._:-]\n",
+			pr_err("option %s: expected " TERN_NAME_RULE "\n",
 			       key);
 			return -EINVAL;
 		}

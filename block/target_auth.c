@@ -170,7 +170,7 @@ static struct config_item *tern_tgt_hosts_make(struct config_group *group,
 	struct tern_tgt_host *h;
 
 	if (!tern_identity_valid(name, TERN_BLK_NAME_LEN)) {
-		pr_err("host name '%.64s' must be 1-63 of [A-Za-z0-9._:-]\n",
+		pr_err("host name '%.64s' must be " TERN_NAME_RULE "\n",
 		       name);
 		return ERR_PTR(-EINVAL);
 	}

@@ -222,7 +222,7 @@ static ssize_t tern_tgt_export_allowed_hosts_store(struct config_item *item,
 		if (!*tok)
 			continue;
 		if (!tern_blk_name_ok(tok)) {
-			pr_err("export %s: bad host id '%.64s' (1-63 of [A-Za-z0-9._:-])\n",
+			pr_err("export %s: bad host id '%.64s' (" TERN_NAME_RULE ")\n",
 			       name, tok);
 			goto out;
 		}
@@ -451,7 +451,7 @@ static struct config_group *tern_tgt_exports_make(struct config_group *group,
 	struct tern_tgt_export *exp;
 
 	if (!tern_blk_name_ok(name)) {
-		pr_err("export name '%.64s' must be 1-63 of [A-Za-z0-9._:-]\n",
+		pr_err("export name '%.64s' must be " TERN_NAME_RULE "\n",
 		       name);
 		return ERR_PTR(-EINVAL);
 	}
@@ -949,7 +949,7 @@ static struct config_group *tern_tgt_ports_make(struct config_group *group,
 	struct tern_tgt_port *port;
 
 	if (!tern_blk_name_ok(name)) {
-		pr_err("port name '%.64s' must be 1-63 of [A-Za-z0-9._:-]\n",
+		pr_err("port name '%.64s' must be " TERN_NAME_RULE "\n",
 		       name);
 		return ERR_PTR(-EINVAL);
 	}

@@ -218,14 +218,14 @@ bool tern_auth_proof_ok(const u8 *got, const u8 *want)
  * @s: the string; need not be terminated within @size
  * @size: bytes at @s
  *
- * An identity (a host id) is 1-63 characters of [A-Za-z0-9._:-],
- * terminated within @size.
+ * An identity (a host id) is TERN_NAME_RULE, terminated within @size.
  */
 bool tern_identity_valid(const char *s, size_t size)
 {
 	size_t len = strnlen(s, size), i;
 
-	if (!len || len >= size || len >= TERN_WIRE_IDENTITY_LEN)
+	if (!len || len >= size || len >= TERN_WIRE_IDENTITY_LEN ||
+	    s[0] == '.')
 		return false;
 	for (i = 0; i < len; i++)
 		if (!isalnum(s[i]) && !strchr("._:-", s[i]))

@@ -13,7 +13,7 @@
 
 static_assert(TERN_BLK_NAME_LEN == TERN_WIRE_IDENTITY_LEN);
 
-/* 1 to TERN_BLK_NAME_LEN - 1 bytes of [A-Za-z0-9._:-], then a NUL. */
+/* TERN_NAME_RULE, in TERN_BLK_NAME_LEN bytes with the NUL */
 static inline bool tern_blk_name_ok(const char *s)
 {
 	return tern_identity_valid(s, TERN_BLK_NAME_LEN);

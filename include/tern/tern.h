@@ -245,7 +245,7 @@ enum tern_session_event {
  *	once per delivery; the one that tells the session's state then
  *	comes last.
  * @auth_key: responder, optional: a connector claims @identity (validated:
- *	1-63 of [A-Za-z0-9._:-]); copy its TERN_AUTH_KEY_LEN byte key to
+ *	TERN_NAME_RULE); copy its TERN_AUTH_KEY_LEN byte key to
  *	@key and return 0, or return -ENOKEY if it has none. Process
  *	context, may sleep. Without it no connector can authenticate.
  * @lane_join: responder, optional: a lane that arrived at endpoint @ep
@@ -350,8 +350,8 @@ enum tern_iopolicy {
  *	live lane [60000]; TERN_LOSS_TIMEOUT_NEVER: they wait for a lane
  *	for ever (tern_cancel() and tern_session_destroy() still end them)
  * @connect_timeout_ms: tern_connect() gives up after [10000]
- * @auth_identity: with @auth_key: the identity to authenticate as, 1-63
- *	of [A-Za-z0-9._:-]
+ * @auth_identity: with @auth_key: the identity to authenticate as
+ *	(TERN_NAME_RULE)
  * @auth_key: NULL, or TERN_AUTH_KEY_LEN bytes: every lane then proves
  *	@auth_identity's key to the peer and makes the peer prove it back,
  *	and a peer that does not is refused. Both are copied.
@@ -539,6 +539,12 @@ int tern_transport_query(const char *name, unsigned int *caps);
 #define TERN_KEY_TEXT_LEN	(sizeof(TERN_KEY_PREFIX) - 1 + 48 + 1)
 
 int tern_key_parse(const char *text, size_t len, u8 *key);
+/*
+ * What tern_identity_valid() takes, for messages: names become configfs
+ * directories, where a leading '.' hides one from listings (and "." and
+ * ".." are none).
+ */
+#define TERN_NAME_RULE	"1-63 of [A-Za-z0-9._:-], not starting with '.'"
 bool tern_identity_valid(const char *s, size_t size);
 const char *tern_session_identity(struct tern_session *sess);
 unsigned int tern_endpoint_close_identity(struct tern_endpoint *ep,

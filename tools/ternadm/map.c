@@ -239,7 +239,7 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 		case OPT_HOST:
 			if (!valid_name(optarg))
 				return bad_value("host", optarg,
-						 "1-63 of [A-Za-z0-9._:-]");
+						 NAME_RULE);
 			a->host = optarg;
 			break;
 		case OPT_LOSS_TIMEOUT:

@@ -223,7 +223,7 @@ static int r_names(const struct r_where *w, const struct jval *o,
 	for (i = 0; i < v->n; i++) {
 		if (v->items[i].type != JSON_STRING ||
 		    !valid_name(v->items[i].str))
-			return r_bad(w, key, "not a list of names of 1-63 of [A-Za-z0-9._:-]");
+			return r_bad(w, key, "not a list of names of " NAME_RULE);
 		for (j = 0; j < i; j++)
 			if (!strcmp(v->items[i].str, v->items[j].str))
 				return r_bad(w, key, "a name given twice");
@@ -355,7 +355,7 @@ static int r_list(const struct r_config *c, const char *file,
 		name = json_get(&v->items[i], "name");
 		if (!name || name->type != JSON_STRING ||
 		    !valid_name(name->str))
-			return r_bad(&w, "name", "missing, or not 1-63 of [A-Za-z0-9._:-]");
+			return r_bad(&w, "name", "missing, or not " NAME_RULE);
 		for (j = 0; j < i; j++)
 			if (!strcmp(json_get(&v->items[j], "name")->str,
 				    name->str))

@@ -44,8 +44,8 @@ static const char *const target_help[] = {
 	"Exports are block devices or regular files (PATH, absolute); ports",
 	"listen on URI, tcp://ADDR[:PORT] or rdma://ADDR[:PORT] with ADDR a",
 	"numeric IPv4 address or an IPv6 address in brackets, PORT 7447 by",
-	"default. A port serves the exports linked to it. Names are 1-63 of",
-	"[A-Za-z0-9._:-].",
+	"default. A port serves the exports linked to it. Names are",
+	NAME_RULE ".",
 	"",
 	"export add options:",
 	"  --read-only            refuse writes from every client",
@@ -202,8 +202,8 @@ static int check_name(const char *what, const char *name)
 {
 	if (valid_name(name))
 		return 0;
-	ternadm_err("target: bad %s name '%s': expected 1-63 of [A-Za-z0-9._:-]",
-		    what, name);
+	ternadm_err("target: bad %s name '%s': expected " NAME_RULE, what,
+		    name);
 	return -1;
 }
 
@@ -224,8 +224,8 @@ static int parse_hosts(const char *list, char *out, size_t len)
 	p = copy;
 	while ((tok = strsep(&p, ","))) {
 		if (!valid_name(tok)) {
-			ternadm_err("target: bad host id '%s' in --allowed-hosts: expected 1-63 of [A-Za-z0-9._:-]",
-				    tok);
+			ternadm_err("target: bad host id '%s' in --allowed-hosts: expected "
+				    NAME_RULE, tok);
 			ret = -1;
 			break;
 		}

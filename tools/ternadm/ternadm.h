@@ -37,8 +37,9 @@ struct ternadm_group {
 #define SYS_BLOCK	"/sys/block"
 #define TARGET_CFS	"/sys/kernel/config/tern"
 
-/* Export, port and host names: 1-63 of [A-Za-z0-9._:-]. */
+/* Export, port and host names, as the kernel takes them (valid_name()) */
 #define NAME_MAX_LEN	TERN_BLK_NAME_LEN
+#define NAME_RULE	"1-63 of [A-Za-z0-9._:-], not starting with '.'"
 
 /* Command groups. */
 int bench_main(int argc, char **argv);

@@ -94,7 +94,6 @@ int parse_seconds_ms(const char *s, u64 max_ms, u64 *out_ms)
 	return 0;
 }
 
-/* What the kernel accepts as an export, port or host name. */
 /*
  * getopt_long() returned '?' for @cmd: say which argument it stopped at.
  * Return: EXIT_USAGE.
@@ -109,11 +108,12 @@ int bad_option(const char *cmd, char **argv)
 	return EXIT_USAGE;
 }
 
+/* What the kernel accepts as an export, port or host name: NAME_RULE. */
 bool valid_name(const char *s)
 {
 	size_t len = strlen(s), i;
 
-	if (!len || len >= NAME_MAX_LEN)
+	if (!len || len >= NAME_MAX_LEN || s[0] == '.')
 		return false;
 	for (i = 0; i < len; i++)
 		if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
@@ -212,7 +212,7 @@ const char *parse_uri(const char *s, bool want_path, struct tern_uri *u)
 		return "no /PATH expected";
 	p++;
 	if (!valid_name(p))
-		return "EXPORT must be 1-63 of [A-Za-z0-9._:-]";
+		return "EXPORT must be " NAME_RULE;
 	snprintf(u->path, sizeof(u->path), "%s", p);
 	return NULL;
 }

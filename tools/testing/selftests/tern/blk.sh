@@ -104,6 +104,10 @@ configfs_validation() {
 	fi
 	must_fail "link a port into exports" ln -s "$CFG/ports/p0" "$p/exports/x" || rc=1
 	must_fail "bad export name" mkdir "$CFG/exports/bad name" || rc=1
+	# configfs would list them, ls and ternadm's save would pass them by
+	must_fail "export name starting with ." mkdir "$CFG/exports/.vol" || rc=1
+	must_fail "port name starting with ." mkdir "$CFG/ports/.p" || rc=1
+	must_fail "host name starting with ." mkdir "$CFG/hosts/.h" || rc=1
 	must_fail "change device_path while enabled" \
 		sh -c "echo /dev/ram1 > $CFG/exports/vol0/device_path" || rc=1
 	must_fail "change address while enabled" \
@@ -471,6 +475,8 @@ bad_maps() {
 		"$AT,export=vol0,,lanes=1" \
 		"$AT,export=" \
 		"$AT,export=a/b" \
+		"$AT,export=.vol0" \
+		"$AT,export=vol0,host=.h" \
 		"remove=tern999" \
 		"$long" \
 		"$AT,export=nosuch" \

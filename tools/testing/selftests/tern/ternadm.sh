@@ -349,6 +349,9 @@ bad_usage() {
 	unmap tern0 --now
 	list --yaml
 	target export add bad/name $BACK
+	target export add .vol1 $BACK
+	target export add vol1 $BACK --allowed-hosts .h
+	target port add .p1 tcp://$ADDR:7448
 	target export add vol1 relative/path
 	target export add vol1 $BACK --allowed-hosts a,,b
 	target export add vol1 $BACK --writable
