@@ -4,13 +4,16 @@
  * (target save) and what an administrator edits from it. Objects,
  * arrays, strings, true, false, null and non-negative integers; no
  * fractions or exponents (nothing of ours has them), no duplicate keys,
- * nesting at most JSON_DEPTH_MAX deep. Errors name the byte offset.
+ * at most JSON_MEMBERS_MAX members an object, nesting at most
+ * JSON_DEPTH_MAX deep. Errors name the byte offset.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "ternadm.h"
 
 #define JSON_DEPTH_MAX	16
+/* bounds the duplicate key search, which compares each key with all */
+#define JSON_MEMBERS_MAX	256
 
 struct jparser {
 	const char	*s;
@@ -141,27 +144,39 @@ static int jstring(struct jparser *p, char **out)
 
 static int jvalue(struct jparser *p, struct jval *v, int depth);
 
-/* Append a zeroed slot to @v's items (and keys, for an object). */
+/*
+ * Append a zeroed slot to @v's items (and keys, for an object), growing
+ * them by doubling: one realloc() per item made big inputs quadratic.
+ */
 static struct jval *jgrow(struct jparser *p, struct jval *v)
 {
+	size_t cap = v->cap ? 2 * v->cap : 4;
 	struct jval *items;
 	char **keys;
 
-	items = realloc(v->items, (v->n + 1) * sizeof(*items));
-	if (!items) {
-		jfail(p, "out of memory");
+	if (v->type == JSON_OBJECT && v->n == JSON_MEMBERS_MAX) {
+		jfail(p, "more than 256 members in an object");
 		return NULL;
 	}
-	v->items = items;
-	if (v->type == JSON_OBJECT) {
-		keys = realloc(v->keys, (v->n + 1) * sizeof(*keys));
-		if (!keys) {
+	if (v->n == v->cap) {
+		items = realloc(v->items, cap * sizeof(*items));
+		if (!items) {
 			jfail(p, "out of memory");
 			return NULL;
 		}
-		v->keys = keys;
-		v->keys[v->n] = NULL;
+		v->items = items;
+		if (v->type == JSON_OBJECT) {
+			keys = realloc(v->keys, cap * sizeof(*keys));
+			if (!keys) {
+				jfail(p, "out of memory");
+				return NULL;
+			}
+			v->keys = keys;
+		}
+		v->cap = cap;
 	}
+	if (v->type == JSON_OBJECT)
+		v->keys[v->n] = NULL;
 	memset(&v->items[v->n], 0, sizeof(*items));
 	return &v->items[v->n++];
 }
@@ -316,11 +331,13 @@ int json_parse(const char *s, size_t len, struct jval *v, char *err,
 	return 0;
 }
 
-/* The member @key of object @v, or NULL. */
+/* The member @key of object @v, or NULL, also when @v is no object. */
 const struct jval *json_get(const struct jval *v, const char *key)
 {
 	size_t i;
 
+	if (v->type != JSON_OBJECT)
+		return NULL;
 	for (i = 0; i < v->n; i++)
 		if (!strcmp(v->keys[i], key))
 			return &v->items[i];

@@ -132,9 +132,38 @@ const char *key_text_check(const char *text)
 }
 
 /*
+ * Whether @st may hold a key @file: a regular file (a FIFO would block
+ * the reader, a device is no key file) that only its owner, we or root,
+ * may change; else a planted key could pass for a host's. One readable
+ * by group or others is used, with a warning. Return: 0 or -1.
+ */
+static int key_file_safe(const char *cmd, const char *file,
+			 const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode)) {
+		ternadm_err("%s: key file %s is not a regular file", cmd, file);
+		return -1;
+	}
+	if (st->st_uid != geteuid() && st->st_uid != 0) {
+		ternadm_err("%s: key file %s belongs to uid %u, neither to us nor to root",
+			    cmd, file, (unsigned int)st->st_uid);
+		return -1;
+	}
+	if (st->st_mode & 0022) {
+		ternadm_err("%s: key file %s is writable by group or others (chmod 600 it)",
+			    cmd, file);
+		return -1;
+	}
+	if (st->st_mode & 0044)
+		ternadm_err("%s: warning: key file %s is readable by group or others (chmod 600 it)",
+			    cmd, file);
+	return 0;
+}
+
+/*
  * Read the key in @file into @text (KEY_TEXT_LEN + 1 bytes): one line,
- * its newline dropped, checked. A file that group or others may read is
- * used, with a warning. 0, or -1 after saying why, prefixed with @cmd.
+ * its newline dropped, checked, from a file key_file_safe() takes.
+ * 0, or -1 after saying why, prefixed with @cmd.
  */
 int key_read_file(const char *cmd, const char *file, char *text)
 {
@@ -145,16 +174,23 @@ int key_read_file(const char *cmd, const char *file, char *text)
 	ssize_t n;
 	int fd;
 
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* nonblocking: the open of a FIFO waits for a writer otherwise */
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		ternadm_err("%s: cannot open key file %s: %s", cmd, file,
 			    strerror(errno));
 		return -1;
 	}
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) &&
-	    (st.st_mode & 0044))
-		ternadm_err("%s: warning: key file %s is readable by group or others (chmod 600 it)",
-			    cmd, file);
+	if (fstat(fd, &st)) {
+		ternadm_err("%s: cannot stat key file %s: %s", cmd, file,
+			    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (key_file_safe(cmd, file, &st)) {
+		close(fd);
+		return -1;
+	}
 	do {
 		n = read(fd, buf + len, sizeof(buf) - 1 - len);
 		if (n > 0)

@@ -202,7 +202,8 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 	int c;
 
 	memset(a, 0, sizeof(*a));
-	optind = 1;
+	/* 0, not 1: a full restart, as maps.c parses many command lines */
+	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", map_opts, NULL)) != -1) {
 		if (c >= OPT_LANES && c < OPT_END && c != OPT_PATH) {
@@ -296,7 +297,6 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 			a->key = optarg;
 			break;
 		case OPT_HELP:
-			map_usage(stdout);
 			return -1;
 		case '?':
 		default:
@@ -474,6 +474,37 @@ static void wait_bdev(const char *name)
 	}
 }
 
+/**
+ * map_line_check - read a maps file line's command line as map will
+ * @argc: words in @argv, "map" first
+ * @argv: "map", the URI, the options; left as it is
+ * @host: the --host given, pointing into @argv, or NULL
+ *
+ * So that map --all and unmap --all find a line's device by the same
+ * host id map then sends, whatever spelling of an option the line uses.
+ * Return: NULL, or why the line cannot be mapped (said on stderr too
+ * when map would say more).
+ */
+const char *map_line_check(int argc, char **argv, const char **host)
+{
+	char *args[MAP_LINE_WORDS_MAX + 1];
+	struct map_args a;
+	int ret;
+
+	if (argc > MAP_LINE_WORDS_MAX)
+		return "too many words";
+	/* getopt_long() reorders what it parses */
+	memcpy(args, argv, argc * sizeof(*args));
+	args[argc] = NULL;
+	ret = map_getopt(argc, args, &a);
+	if (ret < 0 || (!ret && a.duplicate))
+		return "--help and --new are not for a maps file";
+	if (ret)
+		return "not a command line map takes";
+	*host = a.host;
+	return NULL;
+}
+
 int map_main(int argc, char **argv)
 {
 	char opts[OPTS_MAX], name[64], key[KEY_TEXT_LEN + 1];
@@ -482,6 +513,8 @@ int map_main(int argc, char **argv)
 	int fd, ret;
 
 	ret = map_getopt(argc, argv, &a);
+	if (ret < 0)
+		map_usage(stdout);
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;
 	if (a.key_file) {

@@ -33,7 +33,6 @@
 
 #define MAPS_FILE	"/etc/tern/maps"
 #define MAPS_LINE_MAX	4096	/* bytes in a line, without its newline */
-#define MAPS_WORDS_MAX	64	/* the URI and the options of a line */
 #define MAPS_LINES_MAX	4096	/* devices in a file */
 
 static void maps_usage(FILE *out, const char *cmd)
@@ -64,7 +63,7 @@ void maps_unmap_usage(FILE *out)
 struct maps_line {
 	unsigned int	lineno;
 	char		*text;		/* the line, split in place */
-	char		*argv[MAPS_WORDS_MAX + 2];	/* "map", URI, options */
+	char		*argv[MAP_LINE_WORDS_MAX + 1];	/* "map", URI, options */
 	int		argc;
 	struct tern_uri	uri;
 	const char	*host;		/* the host id it maps as */
@@ -93,29 +92,22 @@ static const char *maps_default_host(void)
 	return node;
 }
 
-/* Options that make no sense in a maps file. */
-static const char *const maps_refused[] = {
-	"--all", "--file", "--help", "--new",
-};
-
 /*
- * Split @l->text into words and check what the "already mapped" test
- * needs: the URI and the host id. The options are map's to check, when
- * the line is mapped. Return: NULL, or why the line is not usable.
+ * Split @l->text into words and check them as map will: the "already
+ * mapped" test needs the URI and the host id map sends. Return: NULL, or
+ * why the line is not usable.
  */
 static const char *maps_parse(struct maps_line *l)
 {
 	char *p = l->text, *word;
 	const char *why;
-	size_t i;
-	int n;
 
 	l->argv[0] = "map";
 	l->argc = 1;
 	while ((word = strsep(&p, " \t"))) {
 		if (!word[0])
 			continue;
-		if (l->argc > MAPS_WORDS_MAX)
+		if (l->argc >= MAP_LINE_WORDS_MAX)
 			return "too many words";
 		l->argv[l->argc++] = word;
 	}
@@ -129,20 +121,9 @@ static const char *maps_parse(struct maps_line *l)
 		snprintf(msg, sizeof(msg), "bad URI '%s': %s", l->argv[1], why);
 		return msg;
 	}
-	l->host = NULL;
-	for (n = 2; n < l->argc; n++) {
-		for (i = 0; i < ARRAY_SIZE(maps_refused); i++) {
-			size_t len = strlen(maps_refused[i]);
-
-			if (!strncmp(l->argv[n], maps_refused[i], len) &&
-			    (!l->argv[n][len] || l->argv[n][len] == '='))
-				return "--all, --file, --help and --new are not for a maps file";
-		}
-		if (!strcmp(l->argv[n], "--host") && n + 1 < l->argc)
-			l->host = l->argv[n + 1];
-		else if (!strncmp(l->argv[n], "--host=", 7))
-			l->host = l->argv[n] + 7;
-	}
+	why = map_line_check(l->argc, l->argv, &l->host);
+	if (why)
+		return why;
 	if (!l->host)
 		l->host = maps_default_host();
 	return NULL;
@@ -193,6 +174,9 @@ static int maps_read(struct maps_file *f)
 	while ((len = getline(&buf, &cap, in)) != -1) {
 		lineno++;
 		if (len && buf[len - 1] == '\n')
+			buf[--len] = '\0';
+		/* a file saved with CRLF line ends reads as with LF */
+		if (len && buf[len - 1] == '\r')
 			buf[--len] = '\0';
 		s = buf + strspn(buf, " \t");
 		if (!*s || *s == '#')

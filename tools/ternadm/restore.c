@@ -318,7 +318,7 @@ static int r_host(const struct r_where *w, const struct jval *o,
 
 	if (r_keys(w, o, keys) || r_bool(w, o, "key_set", true, &h->key_set))
 		return -1;
-	if (!h->key_set)
+	if (!h->key_set || !keys_dir)
 		return 0;
 	if (snprintf(path, sizeof(path), "%s/%s.key", keys_dir, h->name) >=
 	    (int)sizeof(path))
@@ -369,7 +369,11 @@ static const char *r_name(const struct jval *o)
 	return json_get(o, "name")->str;
 }
 
-/* Read and check all of @file into @c; 0, or -1 after saying why. */
+/*
+ * Read and check all of @file into @c, with the hosts' keys from
+ * @keys_dir, or none when it is NULL; 0, or -1 after saying why.
+ * r_free() @c after, either way.
+ */
 static int r_load(const char *file, const char *keys_dir, struct r_config *c)
 {
 	static const char *const top[] = { "exports", "ports", "hosts", NULL };
@@ -685,7 +689,7 @@ static int target_restore(int argc, char **argv)
 	struct r_made made = { 0 };
 	struct r_config c;
 	size_t i;
-	int rc, nr;
+	int rc, nr, nr_ports, nr_hosts;
 
 	memset(&c, 0, sizeof(c));
 	rc = r_args(argc, argv, "restore", &file, &keys_dir);
@@ -695,15 +699,22 @@ static int target_restore(int argc, char **argv)
 		rc = EXIT_FAILED;
 		goto out;
 	}
-	nr = r_count("exports") + r_count("ports");
-	if (r_count("hosts") > 0)
-		nr += r_count("hosts");
-	if (nr) {
+	nr_ports = r_count("ports");
+	nr_hosts = r_count("hosts");
+	nr = r_count("exports");
+	if (nr < 0 || nr_ports < 0) {
+		ternadm_err("target restore: cannot read %s/exports or %s/ports",
+			    TARGET_CFS, TARGET_CFS);
+		rc = EXIT_FAILED;
+		goto out;
+	}
+	/* an old tern_target has no hosts: -1 */
+	if (nr + nr_ports + (nr_hosts > 0 ? nr_hosts : 0)) {
 		ternadm_err("target restore: the target has a configuration already; ternadm target clear removes it");
 		rc = EXIT_FAILED;
 		goto out;
 	}
-	if (c.nr_hosts && r_count("hosts") < 0) {
+	if (c.nr_hosts && nr_hosts < 0) {
 		ternadm_err("target restore: %s has hosts, but tern_target has no %s/hosts",
 			    file, TARGET_CFS);
 		rc = EXIT_FAILED;
@@ -858,15 +869,37 @@ static void r_check_keys(const char *file, const char *keys_dir)
 		free(names);
 }
 
+/* Make a rename into @file's directory last: fsync() the directory. */
+static int r_sync_dir(const char *file)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int fd, ret;
+
+	snprintf(dir, sizeof(dir), "%s", file);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ret = fsync(fd);
+	close(fd);
+	return ret;
+}
+
 static int target_save(int argc, char **argv)
 {
-	char tmp[PATH_MAX], err[128], *text;
+	char tmp[PATH_MAX];
 	const char *file, *keys_dir;
 	struct r_config c;
-	struct stat st;
-	off_t size;
 	int fd, rc;
 
+	memset(&c, 0, sizeof(c));
 	rc = r_args(argc, argv, "save", &file, &keys_dir);
 	if (rc != EXIT_OK)
 		return rc;
@@ -885,21 +918,20 @@ static int target_save(int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	rc = r_show_into(fd);
-	/* what was written must read back: check it as restore would */
-	size = rc == EXIT_OK && !fstat(fd, &st) ? st.st_size : -1;
-	text = size > 0 && size <= SAVE_MAX ? malloc(size) : NULL;
-	if (!text || pread(fd, text, size, 0) != size ||
-	    json_parse(text, size, &c.root, err, sizeof(err))) {
-		ternadm_err("target save: %s: %s", tmp,
-			    rc != EXIT_OK ? "target show failed" :
-			    !text ? "empty, too large or out of memory" :
-			    "not the JSON expected");
+	/*
+	 * What was written must restore: check it as restore does, but for
+	 * the keys (r_check_keys() warns about those). An export made and
+	 * never given a device, say, is refused here, where the
+	 * administrator sees it, not at the next boot's restore.
+	 */
+	if (rc != EXIT_OK) {
+		ternadm_err("target save: target show failed");
+	} else if (r_load(tmp, NULL, &c)) {
+		ternadm_err("target save: a restore would refuse what the target holds (above); %s left as it was",
+			    file);
 		rc = EXIT_FAILED;
-	} else {
-		json_free(&c.root);
-		rc = EXIT_OK;
 	}
-	free(text);
+	r_free(&c);
 	if (rc == EXIT_OK && fsync(fd)) {
 		ternadm_err("target save: %s: %s", tmp, strerror(errno));
 		rc = EXIT_FAILED;
@@ -907,6 +939,11 @@ static int target_save(int argc, char **argv)
 	close(fd);
 	if (rc == EXIT_OK && rename(tmp, file)) {
 		ternadm_err("target save: cannot rename %s to %s: %s", tmp,
+			    file, strerror(errno));
+		rc = EXIT_FAILED;
+	}
+	if (rc == EXIT_OK && r_sync_dir(file)) {
+		ternadm_err("target save: cannot sync the directory of %s: %s",
 			    file, strerror(errno));
 		rc = EXIT_FAILED;
 	}

@@ -67,8 +67,12 @@ int main(int argc, char **argv)
 			return EXIT_OK;
 		}
 		g = find_group(argv[2]);
-		if (!g || argc > 3) {
+		if (!g) {
 			ternadm_err("help: unknown group '%s'", argv[2]);
+			return EXIT_USAGE;
+		}
+		if (argc > 3) {
+			ternadm_err("help: unexpected '%s'", argv[3]);
 			return EXIT_USAGE;
 		}
 		g->usage(stdout);

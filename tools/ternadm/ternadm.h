@@ -55,6 +55,10 @@ void target_usage(FILE *out);
 int key_main(int argc, char **argv);
 void key_usage(FILE *out);
 
+/* a maps file line: "map", the URI and up to 64 words of options */
+#define MAP_LINE_WORDS_MAX	66
+const char *map_line_check(int argc, char **argv, const char **host);
+
 /* maps.c: map --all and unmap --all, else map_main() and unmap_main() */
 int maps_map_main(int argc, char **argv);
 void maps_map_usage(FILE *out);
@@ -131,6 +135,7 @@ struct jval {
 	struct jval	*items;		/* array items or object values */
 	char		**keys;		/* object keys */
 	size_t		n;
+	size_t		cap;		/* room in @items and @keys */
 };
 
 int json_parse(const char *s, size_t len, struct jval *v, char *err,

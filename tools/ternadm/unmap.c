@@ -264,9 +264,11 @@ static int unmap_remove(const char *name, bool force)
 		answer[n] = '\0';
 		answer[strcspn(answer, "\n")] = '\0';
 		snprintf(want, sizeof(want), "name=%s", name);
-		if (!strncmp(answer, "name=", 5) && strcmp(answer, want))
+		if (!strncmp(answer, "name=", 5) && strcmp(answer, want)) {
 			ternadm_err("unmap: the kernel answered '%s', not '%s'",
 				    answer, want);
+			err = -EIO;
+		}
 	}
 out:
 	close(fd);

@@ -100,8 +100,11 @@ int parse_seconds_ms(const char *s, u64 max_ms, u64 *out_ms)
  */
 int bad_option(const char *cmd, char **argv)
 {
-	if (optopt)
-		ternadm_err("%s: bad option or missing value for '%s'", cmd,
+	/* no command takes short options; long ones have values from 256 */
+	if (optopt > 0 && optopt < 256)
+		ternadm_err("%s: unknown option '-%c'", cmd, optopt);
+	else if (optopt)
+		ternadm_err("%s: missing or unexpected value: '%s'", cmd,
 			    argv[optind - 1]);
 	else
 		ternadm_err("%s: unknown option '%s'", cmd, argv[optind - 1]);

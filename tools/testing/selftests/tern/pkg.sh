@@ -45,7 +45,7 @@ UNITS="tern-map.service tern-target.service"
 TERNADM=/usr/sbin/ternadm
 export DEBIAN_FRONTEND=noninteractive
 
-ktap_plan 18
+ktap_plan 21
 
 if ! ls "$DEBS"/tern-dkms_"$VERSION"_all.deb "$DEBS"/ternadm_"$VERSION"_*.deb \
 	> /dev/null 2>&1; then
@@ -209,6 +209,24 @@ setup_backing() {
 		chmod 600 "$KEYS/pkg-host.key"
 }
 
+# A key file someone else could have written is no key: one writable by
+# group, one of another user, a FIFO (whose open would wait) are refused;
+# one readable by group is used, with a warning.
+key_files_checked() {
+	local k=$KEYS/pkg-host.key err
+	cp "$k" "$WORK/gw.key" && chmod 620 "$WORK/gw.key" &&
+		cp "$k" "$WORK/other.key" && chown 65534 "$WORK/other.key" &&
+		cp "$k" "$WORK/gr.key" && chmod 640 "$WORK/gr.key" &&
+		mkfifo "$WORK/fifo.key" || return 1
+	adm key check "$WORK/gw.key" && return 1
+	adm key check "$WORK/other.key" && return 1
+	timeout 10 "$TERNADM" key check "$WORK/fifo.key"
+	[ $? = 1 ] || return 1
+	err=$(adm key check "$WORK/gr.key" 2>&1 >/dev/null) || return 1
+	echo "$err"
+	[[ $err == *"readable by group or others"* ]]
+}
+
 # A configuration as target save writes it, by hand: two exports, two
 # ports, a host with a key.
 write_config() {
@@ -280,6 +298,18 @@ restore_refuses() {
 	adm target restore "$WORK/saved1.json" --keys "$KEYS"
 }
 
+# Save refuses what restore would: an export made and never given a
+# device, and leaves the file it would have replaced as it was.
+save_refuses_half_made() {
+	local rc
+	echo old > "$WORK/half.json" && mkdir "$CFG/exports/half" || return 1
+	adm target save "$WORK/half.json"
+	rc=$?
+	rmdir "$CFG/exports/half" || return 1
+	[ "$rc" = 1 ] && [ "$(cat "$WORK/half.json")" = old ] &&
+		[ ! -e "$WORK/half.json.tmp" ]
+}
+
 write_maps() {
 	cat > "$1" <<-EOF
 	# tern devices for the package test
@@ -306,6 +336,21 @@ map_all_again() {
 	echo "$out"
 	[ "$(echo "$out" | grep -c 'already mapped as /dev/tern')" = 2 ] &&
 		[ "$(tern_devs)" = "$(cat "$WORK/devs")" ]
+}
+
+# A line is read as map reads it: an abbreviated --host names the host
+# the device is mapped as, a CRLF line end is a line end, and --new is
+# refused however it is spelled.
+map_all_spellings() {
+	local out
+	printf 'tcp://[::1]:7448/vol1 --hos pkg-host --key-f %s\r\n' \
+		"$KEYS/pkg-host.key" > "$WORK/maps.abbr"
+	out=$(adm map --all --file "$WORK/maps.abbr") || return 1
+	echo "$out"
+	[[ $out == *"already mapped as /dev/tern"* ]] || return 1
+	echo "tcp://127.0.0.1/vol0 --ne --hos=other" > "$WORK/maps.new"
+	adm map --all --file "$WORK/maps.new" && return 1
+	[ "$(tern_devs)" = "$(cat "$WORK/devs")" ]
 }
 
 # A line that cannot be mapped fails the run, not the other lines.
@@ -386,13 +431,19 @@ check "DKMS's modules load, the loaded ones are its build at $VERSION" \
 check "the packaged ternadm says version $VERSION" \
 	eval '[ "$("$TERNADM" --version)" = "ternadm $VERSION" ]'
 check "set up: a RAM disk, a file and a key" setup_backing
+check "key files writable by others, of another user, or no regular file are refused" \
+	key_files_checked
 check "target restore creates exports, ports, links and a host from JSON" \
 	restore_creates
 check "target save, clear, restore, save: the same JSON" save_clear_restore
 check "target restore onto a configuration, or failing half way, changes nothing" \
 	restore_refuses
+check "target save refuses an export restore would refuse; the old file stays" \
+	save_refuses_half_made
 check "map --all maps each line of a maps file" map_all
 check "map --all again maps nothing new" map_all_again
+check "map --all reads abbreviated options and CRLF as map does; --ne refused" \
+	map_all_spellings
 check "map --all maps what it can, reports the rest, exits 1" map_all_bad_line
 check "unmap --all unmaps them, and again is a no-op" unmap_all
 check "tern-target.service's commands restore the target" target_unit_runs

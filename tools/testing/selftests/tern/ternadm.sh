@@ -340,6 +340,9 @@ bad_usage() {
 	map tcp://$ADDR/vol0 --inline-write -1
 	map tcp://$ADDR/vol0 --inline-write 0 --inline-write 0
 	map tcp://$ADDR/vol0 --host a/b
+	map tcp://$ADDR/vol0 --host .h
+	map tcp://$ADDR/.vol0
+	map -x tcp://$ADDR/vol0
 	map tcp://$ADDR
 	map tcp://$ADDR/
 	map tcp://$ADDR/a/b
