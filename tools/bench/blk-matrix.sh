@@ -355,6 +355,38 @@ packet_counters() {
 	esac
 }
 
+# rxe_counters DEV: soft-RoCE's error and retry counters, "name=value"
+# summed over both ports, for an RDMA device; nothing otherwise. A run
+# logs the ones that moved: retries and RNR waits cost time the IOPS
+# show but the profile does not name.
+rxe_counters() {
+	local f n v
+	local -A sum=()
+	case $1 in
+	*-rdma) ;;
+	*) return 0 ;;
+	esac
+	for f in /sys/class/infiniband/rxe[01]/ports/1/hw_counters/*; do
+		[ -r "$f" ] || continue
+		n=${f##*/}
+		case $n in
+		sent_pkts|rcvd_pkts|rdma_sends|rdma_recvs|ack_deferred) continue ;;
+		esac
+		read -r v < "$f"
+		sum[$n]=$((${sum[$n]:-0} + v))
+	done
+	for n in "${!sum[@]}"; do
+		echo "$n=${sum[$n]}"
+	done | sort -t= -k1,1
+}
+
+# rxe_moved BEFORE AFTER: the counters of AFTER that differ from BEFORE,
+# as "name +delta"
+rxe_moved() {
+	join -t= -j1 <(echo "$1") <(echo "$2") |
+		awk -F= '$3 != $2 { printf " %s +%d", $1, $3 - $2 }'
+}
+
 # While fio runs, in the background: every quarter second, one
 # "[uptime,busy-jiffies,ios,ctxt,packets]," line: the guest's busy CPU
 # time (user, nice, system, irq, softirq, steal; /proc/stat counts in
@@ -411,8 +443,10 @@ dev_ios() {
 # CPU timeline and fio's JSON report. report.py makes the sample of it.
 run_one() {
 	local round=$1 dev=$2 wl=$3 name rw bs qd jobs spid rc=0 fio tl
+	local rxe0 moved
 	read -r name rw bs qd jobs <<< "$wl"
 	rm -f "$tmp/fio.json"
+	rxe0=$(rxe_counters "$dev")
 	sampler "${path[$dev]##*/}" "$dev" > "$tmp/timeline" &
 	spid=$!
 	fio_wl "$dev" "$wl" --group_reporting --time_based \
@@ -421,6 +455,8 @@ run_one() {
 		> "$tmp/fio.err" 2>&1 || rc=$?
 	kill "$spid"
 	wait "$spid" 2>/dev/null || true
+	moved=$(rxe_moved "$rxe0" "$(rxe_counters "$dev")")
+	[ -z "$moved" ] || log "$dev $name round $round: soft-RoCE counters:$moved"
 	fio=$(tr -d '\n\t' < "$tmp/fio.json" 2>/dev/null)
 	[ -n "$fio" ] || fio=null
 	tl=$(tr -d '\n' < "$tmp/timeline")
