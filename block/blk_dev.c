@@ -159,6 +159,31 @@ static void tern_blk_complete(struct request *rq)
 	blk_mq_end_request(rq, cmd->status);
 }
 
+/*
+ * A target's status for an I/O, as the block layer's: what a disk
+ * reports keeps its meaning (the target passes these on from its
+ * backend, target_io.c), anything else is an I/O error. Not
+ * errno_to_blk_status(): -EAGAIN or -EBUSY would tell the submitter to
+ * try again, for ever if the target always says so.
+ */
+static blk_status_t tern_blk_wire_status(int status)
+{
+	switch (status) {
+	case -ENOSPC:
+		return BLK_STS_NOSPC;
+	case -EOPNOTSUPP:
+		return BLK_STS_NOTSUPP;
+	case -ENODATA:
+		return BLK_STS_MEDIUM;
+	case -ETIMEDOUT:
+		return BLK_STS_TIMEOUT;
+	case -EILSEQ:
+		return BLK_STS_PROTECTION;
+	default:
+		return BLK_STS_IOERR;
+	}
+}
+
 static void tern_blk_req_done(struct tern_request *treq)
 {
 	struct request *rq = treq->priv;
@@ -180,7 +205,7 @@ static void tern_blk_req_done(struct tern_request *treq)
 		if (treq->reply_status == -ENOMEM)
 			sts = BLK_STS_RESOURCE;	/* target short of memory */
 		else
-			sts = errno_to_blk_status(treq->reply_status);
+			sts = tern_blk_wire_status(treq->reply_status);
 	} else if (req_op(rq) == REQ_OP_READ &&
 		   treq->reply_data_len != treq->data_len) {
 		sts = BLK_STS_IOERR;

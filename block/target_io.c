@@ -255,6 +255,30 @@ void tern_tgt_backend_close(struct tern_tgt_export *exp)
 	exp->bdev = NULL;
 }
 
+/*
+ * A backend's error as the wire's status (protocol.rst, "Statuses the
+ * target returns"): what a disk reports passes as it is, and so does
+ * -ENOMEM, which the client retries; anything else is -EIO. The
+ * protocol gives some errnos meanings of its own: an offline SCSI
+ * disk's -ENODEV read as "export removed" would fail the client's
+ * device for good, a file on NFS's -ESTALE as "bind again".
+ */
+static int tern_tgt_backend_status(int err)
+{
+	switch (err) {
+	case 0:
+	case -ENOSPC:
+	case -EOPNOTSUPP:
+	case -ENODATA:
+	case -ETIMEDOUT:
+	case -EILSEQ:
+	case -ENOMEM:
+		return err;
+	default:
+		return -EIO;
+	}
+}
+
 static void tern_tgt_bio_end_io(struct bio *bio)
 {
 	struct tern_tgt_io *io = bio->bi_private;
@@ -263,7 +287,7 @@ static void tern_tgt_bio_end_io(struct bio *bio)
 	if (err)
 		tern_tgt_count(io->exp, TERN_TGT_STAT_ERRORS);
 	bio_uninit(bio);
-	tern_tgt_io_complete(io, err);
+	tern_tgt_io_complete(io, tern_tgt_backend_status(err));
 }
 
 /*
@@ -414,7 +438,7 @@ static void tern_tgt_io_work(struct work_struct *work)
 	memalloc_noio_restore(noio);
 	if (err)
 		tern_tgt_count(io->exp, TERN_TGT_STAT_ERRORS);
-	tern_tgt_io_complete(io, err);
+	tern_tgt_io_complete(io, tern_tgt_backend_status(err));
 }
 
 static void tern_tgt_io_start(struct tern_tgt_io *io)

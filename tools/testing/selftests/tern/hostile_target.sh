@@ -14,7 +14,9 @@
 #  5  replies to tid 0, to tids not yet sent or of no shard, duplicates,
 #     a READ answered on another lane (connection) of the session
 #  6  READ replies with too little or too much data, a front, a front
-#     above max_front
+#     above max_front; statuses no disk gives (-EAGAIN, -EBUSY, a zone's
+#     -EOVERFLOW, INT_MIN, +5): the READ fails with EIO, not with an
+#     errno that tells the reader to try again, and the device reads on
 #  7  READ data trickled a byte every 200-500 ms; the OPEN reply a byte
 #     a second, past the OPEN timeout (tern_blk.ctrl_timeout_ms, 5 s
 #     here), on every connection or on the first only
@@ -72,6 +74,7 @@ C4=(capacity-0 capacity-huge capacity-unaligned lbs-npow2 lbs-big
 C4I=(capacity-0 capacity-huge short-front)
 C5=(tid-zero tid-future tid-shard tid-dup)
 C6=(read-short read-long read-front front-big)
+C6S=(-11 -16 -75 -2147483648 5)
 C12=(ack-status=7 ack-lanes=2 ack-session ack-status=-5000
      ack-status=-2147483648)
 
@@ -83,7 +86,7 @@ case_checks() {
 	3) echo ${#C3[@]} ;;
 	4) echo $((${#C4[@]} + ${#C4I[@]})) ;;
 	5) echo $((${#C5[@]} + 1)) ;;
-	6) echo ${#C6[@]} ;;
+	6) echo $((${#C6[@]} + ${#C6S[@]})) ;;
 	9|10) echo 2 ;;
 	7) echo 3 ;;
 	8|11) echo 1 ;;
@@ -290,6 +293,25 @@ io_case() {
 	return "$ok"
 }
 
+# status_case N: every READ at HOSTILE_SECTOR is answered with status N;
+# the read fails with EIO within 20 s, one below it still reads right
+status_case() {
+	local ok=0 f=$WORK/read
+	map_ok read-status="$1" -- || { ht_stop; return 1; }
+	timed 20 dd if="/dev/$DEV" of=/dev/null bs=16k count=1 \
+		skip=$((HOSTILE_SECTOR / 32)) iflag=direct status=none
+	echo "read: exit $T_RC after $T_TOOK s (bound 20 s): $T_OUT"
+	[ "$T_RC" != 0 ] && [ "$T_TOOK" -le 20 ] &&
+		[[ $T_OUT == *"Input/output error"* ]] ||
+		{ echo "expected EIO within 20 s"; ok=1; }
+	rm -f "$f"
+	dd if="/dev/$DEV" of="$f" bs=16k count=1 iflag=direct status=none &&
+		"$FUZZ" -T check=0 < "$f" || { echo "the device reads no more"; ok=1; }
+	unmap_ok 15 || ok=1
+	ht_stop
+	return "$ok"
+}
+
 # info_case WHAT: mapped, a rescan answered with geometry WHAT fails,
 # the size stays, "malformed geometry" is logged
 info_case() {
@@ -413,6 +435,10 @@ run_case() {
 			io_case read-front proto_errors 20
 		check "6: READ reply with a front above max_front: proto_errors move, the READ fails or is right" \
 			io_case front-big proto_errors 20
+		for v in "${C6S[@]}"; do
+			check "6: READ answered with status $v: EIO within 20 s, the device reads on" \
+				status_case "$v"
+		done
 		;;
 	7)
 		IO_TIMEOUT=2000 check "7: READ data trickled, io_timeout 2 s: the lane resets, the READ fails or is right within 45 s" \

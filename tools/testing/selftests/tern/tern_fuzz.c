@@ -3531,6 +3531,7 @@ enum ht_case {
 	HT_READ_LONG,		/* 4 KiB more READ data than the buffer */
 	HT_READ_FRONT,		/* a front on a READ reply */
 	HT_FRONT_BIG,		/* a front above the negotiated max_front */
+	HT_READ_STATUS,		/* =N: the READ answered with status N */
 	HT_TRICKLE_READ,	/* READ data one byte every 200-500 ms */
 	HT_TRICKLE_OPEN,	/* the OPEN reply's front a byte a second,
 				 * past the client's 30 s OPEN timeout
@@ -3553,7 +3554,7 @@ static const char *const ht_case_names[HT_CASE_COUNT] = {
 	"ack-max-front", "ack-features", "ack-session", "ack-cookie",
 	"ack-lane-idx", "open-status", "geom", "info-geom", "tid-zero",
 	"tid-future", "tid-shard", "tid-dup", "other-lane", "read-short",
-	"read-long", "read-front", "front-big", "trickle-read",
+	"read-long", "read-front", "front-big", "read-status", "trickle-read",
 	"trickle-open", "watch-storm",
 	"bad-crc-read", "bad-crc-open", "slowloris", "half-ack",
 	"accept-close", "noauth", "badproof", "goodauth", "check",
@@ -4174,6 +4175,10 @@ static int ht_read(struct ht_conn *c, u64 tid, const struct tern_blk_req *r)
 		       (unsigned long long)tid, c->max_front + 1, c->max_front);
 		return ht_data_reply(c, tid, sector, len, c->max_front + 1,
 				     false);
+	case HT_READ_STATUS:
+		ht_log(c, "READ tid %llu: status %d", (unsigned long long)tid,
+		       (int)ht.arg);
+		return ht_status_reply(c, tid, (int)ht.arg);
 	case HT_TRICKLE_READ:
 		ht_begin(c, TERN_WIRE_REPLY, tid, 0);
 		ht_put_data(sector, len, false);
@@ -4300,7 +4305,7 @@ static int ht_check(u64 sector)
 /* What "=ARG" case @c takes, or NULL. */
 static const char *ht_case_arg(int c)
 {
-	if (c <= HT_ACK_FEATURES || c == HT_OPEN_STATUS)
+	if (c <= HT_ACK_FEATURES || c == HT_OPEN_STATUS || c == HT_READ_STATUS)
 		return "N";
 	if (c == HT_GEOM || c == HT_INFO_GEOM)
 		return "WHAT";
