@@ -298,6 +298,17 @@ static blk_status_t tern_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->timeouts = 0;
 	if (test_bit(TERN_BLK_REMOVED, &dev->flags))
 		return BLK_STS_IOERR;	/* the export is gone for good */
+	/*
+	 * The disk's read-only flag stops writes opened through its path;
+	 * one opened by number (a device-mapper table) gets a warning from
+	 * the block layer and goes on. Refuse it, as rbd does.
+	 */
+	if (dev->read_only && op_is_write(req_op(rq)) &&
+	    req_op(rq) != REQ_OP_FLUSH) {
+		pr_err_ratelimited("%s: write to a read-only mapping refused\n",
+				   dev->name);
+		return BLK_STS_IOERR;
+	}
 
 	switch (req_op(rq)) {
 	case REQ_OP_READ:

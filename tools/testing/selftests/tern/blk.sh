@@ -406,6 +406,32 @@ discard_file() {	# DEV on a file export: punch a hole, read zeroes
 		/dev/zero
 }
 
+# dm_write_refused DEV: a kernel user that opens DEV by its number may
+# write to it whatever the disk's read-only flag says (the block layer
+# only warns): a linear device-mapper table over DEV, written through,
+# must fail and leave DEV's first block as it was
+dm_write_refused() {
+	local d=$1 name=tern-ro-$1 before after dm rc=0
+	modprobe dm-mod 2>/dev/null
+	before=$(dd if="/dev/$d" bs=4k count=1 iflag=direct status=none | md5sum)
+	dmsetup create --noudevsync "$name" \
+		--table "0 $(cat "/sys/block/$d/size") linear $(cat "/sys/block/$d/dev") 0" ||
+		return 1
+	dm=$(grep -lx "$name" /sys/block/dm-*/dm/name)
+	dm=${dm%/dm/name}
+	if dd if=/dev/urandom of="/dev/${dm##*/}" bs=4k count=1 oflag=direct \
+		status=none 2>/dev/null; then
+		echo "a write through ${dm##*/} over read-only $d succeeded"
+		rc=1
+	fi
+	# udev may still be probing the new device: wait, and retry if busy
+	udevadm settle --timeout=10 2>/dev/null
+	dmsetup remove --retry --noudevsync "$name" || rc=1
+	after=$(dd if="/dev/$d" bs=4k count=1 iflag=direct status=none | md5sum)
+	[ "$before" = "$after" ] || { echo "$d changed"; rc=1; }
+	return $rc
+}
+
 read_only_export() {
 	local d
 	d=$(map "$AT,export=ro0") || return 1
@@ -417,22 +443,18 @@ read_only_export() {
 		echo "write to read-only $d succeeded"
 		return 1
 	fi
-	# the target refuses too, when the client is forced writable
-	blockdev --setrw "/dev/$d" || return 1
-	if dd if=/dev/zero of="/dev/$d" bs=4k count=1 oflag=direct status=none 2>/dev/null; then
-		echo "target accepted a write to a read-only export"
-		return 1
-	fi
+	dm_write_refused "$d" || return 1
 	dmesg | grep -q "BUG\|WARNING" && return 1
 	return 0
 }
 
+# a writable export mapped read-only: only the client stands in the way
 read_only_option() {
 	local d
 	d=$(map "$AT,export=vol0,read_only=1,duplicate=1") || return 1
 	MAPPED+=("$d")
 	wait_bdev "$d" || return 1
-	[ "$(cat "/sys/block/$d/ro")" = 1 ]
+	[ "$(cat "/sys/block/$d/ro")" = 1 ] && dm_write_refused "$d"
 }
 
 allowed_hosts() {
@@ -952,9 +974,9 @@ check "fio verify survives injected lane failures (lanes=1)" \
 	fault_injection "$FD"
 check "the exported file grows: WATCH resizes the device, told or not; rescan" \
 	resize "$FD"
-check "read-only export: reads work, writes fail" read_only_export
+check "read-only export: reads work, writes fail, through dm too" read_only_export
 [ $ALL = 1 ] &&
-	check "read_only=1 maps a writable export read-only" read_only_option
+	check "read_only=1 maps a writable export read-only; a write through dm is refused" read_only_option
 # maps acl0, which port_bounce uses next
 check "allowed_hosts: other hosts refused, listed host mapped" allowed_hosts
 check "port disabled under I/O: the device reconnects, I/O completes" \
