@@ -969,7 +969,6 @@ static void tern_blk_rebind_work(struct work_struct *work)
 		     info.logical_block_size !=
 		     dev->info.logical_block_size ||
 		     (tern_blk_has_uuid(dev) &&
-		      memchr_inv(info.uuid, 0, sizeof(info.uuid)) &&
 		      memcmp(info.uuid, dev->info.uuid, sizeof(info.uuid))))) {
 		pr_err("%s: export %s came back with another size, block size or uuid; not bound again\n",
 		       dev->name, dev->opts.export);
@@ -1409,6 +1408,8 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 	if (!dev)
 		return -ENOMEM;
+	/* a DOWN while tern_connect() returns must reach dev->state */
+	so.priv = dev;
 	dev->opts = *opts;
 	dev->opts.lanes = so.nr_lanes;
 	dev->opts.queue_depth = so.queue_depth;
@@ -1441,7 +1442,6 @@ static int __tern_blk_add(const struct tern_blk_opts *opts, char *name,
 	}
 	dev->sess = sess;
 	tern_session_get_info(sess, &dev->si);
-	tern_session_set_priv(sess, dev);
 
 	err = tern_blk_open_export(dev);
 	if (err)

@@ -1723,6 +1723,7 @@ struct tern_session *tern_connect(struct tern_endpoint *ep, const char *uri,
 	if (!sess)
 		return ERR_PTR(-ENOMEM);
 	sess->opts = o;
+	sess->priv = o.priv;
 	sess->iopolicy = o.iopolicy;
 	for (i = 0; i < nr_paths && !err; i++)
 		err = tern_session_add_path(sess, i ? o.paths[i - 1] : uri);

@@ -370,6 +370,8 @@ enum tern_iopolicy {
  *	transport's default]; TERN_INLINE_NONE: none rides inline
  * @inline_from_max: the same for reply data, which the responder
  *	writes into the requester's pages when it is larger
+ * @priv: the session's ULP private (tern_session_priv()) from its
+ *	creation: events delivered while tern_connect() waits find it set
  */
 struct tern_session_opts {
 	unsigned int	nr_lanes;
@@ -391,6 +393,7 @@ struct tern_session_opts {
 	enum tern_iopolicy iopolicy;
 	u32		inline_to_max;
 	u32		inline_from_max;
+	void		*priv;
 };
 
 /**
