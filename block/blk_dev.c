@@ -1492,6 +1492,13 @@ static void tern_blk_destroy(struct tern_blk_dev *dev)
 	/* a rebind under way kicks the requests del_gendisk() waits for */
 	del_gendisk(dev->disk);
 	flush_work(&dev->rebind_work);
+	/*
+	 * del_gendisk() cancelled the queue's requeue work, but a rebind
+	 * that began with no request waiting (a WATCH's -ESTALE) and ended
+	 * after it kicked it again: nothing may run on the queue once it
+	 * is freed.
+	 */
+	cancel_delayed_work_sync(&dev->disk->queue->requeue_work);
 	tern_blk_close_export(dev);
 	tern_session_set_priv(dev->sess, NULL);
 	tern_session_destroy(dev->sess);
