@@ -284,6 +284,8 @@ PY
 	[ $? = 2 ] || return 1
 	bench run "$URI4" --inline-read x --count 1 2>/dev/null
 	[ $? = 2 ] || return 1
+	bench run "$URI4" --depth 2 --depth 3 --count 1 2>/dev/null
+	[ $? = 2 ] || return 1
 	bench serve "tcp://1.2.3" 2>/dev/null; [ $? = 1 ] || return 1
 	[ "$(stat_of listeners)" = "$listeners0" ] || return 1
 	[ "$(stat_of sessions)" = "$sessions0" ] || return 1

@@ -680,15 +680,15 @@ zc_inline_refs() {
 	return $bad
 }
 
-# rx_pages_run SIZE OPTIONS...: a verified bench run of SIZE requester to
-# responder; echo how many SENDs were padded and how many received pages
-# the responder's core took
+# rx_pages_run SIZE OPTIONS...: a verified bench run of SIZE, requester
+# to responder unless OPTIONS give another --dir; echo how many SENDs
+# were padded and how many received pages the responder's core took
 rx_pages_run() {
 	local size=$1 out rc
 	shift
 	out=$(mktemp)
 	zc_snap
-	"$TERNADM" bench run "$URI" --json --size "$size" --dir to --verify \
+	"$TERNADM" bench run "$URI" --json --size "$size" --verify \
 		"$@" > "$out" 2>&1
 	rc=$?
 	bench_clean "$out" >&2 || rc=1
