@@ -116,7 +116,7 @@ static ssize_t tern_tgt_export_device_path_store(struct config_item *item,
 {
 	struct tern_tgt_export *exp = to_export(item);
 	const char *name = config_item_name(item);
-	char *path;
+	char *path, *dup;
 	int err;
 
 	path = kmalloc(PATH_MAX, GFP_KERNEL);
@@ -129,20 +129,23 @@ static ssize_t tern_tgt_export_device_path_store(struct config_item *item,
 		kfree(path);
 		return -EINVAL;
 	}
+	/* made before the old one goes: a failed write changes nothing */
+	dup = kstrdup(path, GFP_KERNEL);
+	kfree(path);
+	if (!dup)
+		return -ENOMEM;
 	mutex_lock(&exp->lock);
 	if (exp->enabled) {
 		mutex_unlock(&exp->lock);
 		pr_err("export %s: disable it before changing device_path\n",
 		       name);
-		kfree(path);
+		kfree(dup);
 		return -EBUSY;
 	}
 	kfree(exp->device_path);
-	exp->device_path = kstrdup(path, GFP_KERNEL);
-	err = exp->device_path ? 0 : -ENOMEM;
+	exp->device_path = dup;
 	mutex_unlock(&exp->lock);
-	kfree(path);
-	return err ?: count;
+	return count;
 }
 
 static ssize_t tern_tgt_export_read_only_show(struct config_item *item,
@@ -209,7 +212,8 @@ static ssize_t tern_tgt_export_allowed_hosts_store(struct config_item *item,
 	unsigned int n = 0, i;
 	int err = -EINVAL;
 
-	if (count >= PAGE_SIZE)
+	/* a NUL would end the list early: "\0hostA" would allow everyone */
+	if (count >= PAGE_SIZE || memchr(page, '\0', count))
 		return -EINVAL;
 	buf = kmemdup_nul(page, count, GFP_KERNEL);
 	hosts = kcalloc(TERN_TGT_MAX_HOSTS, TERN_BLK_NAME_LEN, GFP_KERNEL);

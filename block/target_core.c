@@ -31,7 +31,8 @@
 static unsigned int orphan_timeout = 300;
 module_param(orphan_timeout, uint, 0644);
 MODULE_PARM_DESC(orphan_timeout,
-		 "seconds a binding survives without any session (default 300)");
+		 "seconds a binding survives without any session (0 to 86400, default 300)");
+#define TERN_TGT_MAX_ORPHAN_S		86400U
 
 static unsigned int max_session_binds = 8;
 module_param(max_session_binds, uint, 0644);
@@ -138,7 +139,9 @@ static void tern_tgt_bind_kill_list(struct list_head *dead, const char *why)
 
 static void tern_tgt_gc(struct work_struct *work)
 {
-	unsigned long tmo = msecs_to_jiffies((u64)orphan_timeout * MSEC_PER_SEC);
+	/* bounded: msecs_to_jiffies() would take the product modulo 2^32 */
+	unsigned long tmo = (unsigned long)min(READ_ONCE(orphan_timeout),
+					       TERN_TGT_MAX_ORPHAN_S) * HZ;
 	struct tern_tgt_bind *b, *tmp;
 	unsigned int n = 0;
 	LIST_HEAD(dead);

@@ -271,13 +271,14 @@ void tern_tgt_watch(struct tern_srv_req *sreq, struct tern_tgt_bind *b,
 	w->deadline = jiffies + tern_tgt_watch_hold();
 	/*
 	 * Looked at again under the lock: whatever ends watches (a port
-	 * disabled, the export disabled, the binding ended or closed) marks
-	 * so first and then takes this lock to answer them, so either it
-	 * finds this watch on the list or this finds its mark.
+	 * disabled, the export disabled, the binding ended or closed, a new
+	 * capacity) marks so first and then takes this lock to answer them,
+	 * so either it finds this watch on the list or this finds its mark.
 	 */
 	spin_lock(&exp->watch_lock);
 	err = tern_tgt_watch_gone(w);
-	if (!err) {
+	/* a resize since the capacity above was read: answered with it */
+	if (!err && tern_tgt_capacity(exp) == known) {
 		list_add_tail(&w->entry, &exp->watches);
 		held = true;
 	}

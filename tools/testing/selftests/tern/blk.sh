@@ -83,6 +83,10 @@ configfs_validation() {
 	must_fail "enable=yes please" sh -c "echo 'yes please' > $e/enable" || rc=1
 	must_fail "enable without device_path" sh -c "echo 1 > $e/enable" || rc=1
 	must_fail "bad host id" sh -c "echo 'a/b' > $e/allowed_hosts" || rc=1
+	# a list cut short at a NUL would be empty: every host allowed
+	must_fail "allowed_hosts with a NUL" \
+		sh -c "printf '\\0hostA' > $e/allowed_hosts" || rc=1
+	[ -z "$(cat "$e/allowed_hosts")" ] || rc=1
 	echo /nonexistent/dev > "$e/device_path" || rc=1
 	must_fail "enable missing device" sh -c "echo 1 > $e/enable" || rc=1
 	echo /dev/null > "$e/device_path" || rc=1
