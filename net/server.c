@@ -234,10 +234,30 @@ static struct tern_session *tern_server_find_locked(struct tern_endpoint *ep,
  * NULL if the session is not there or is the endpoint's own; an
  * ERR_PTR once the lane is refused.
  */
+static bool tern_info_same(const struct tern_session_info *a,
+			   const struct tern_session_info *b)
+{
+	return a->nr_lanes == b->nr_lanes &&
+	       a->queue_depth == b->queue_depth &&
+	       a->max_data == b->max_data && a->max_front == b->max_front &&
+	       !tern_session_features_differ(a->features, b->features);
+}
+
+/*
+ * A lane for a session of another endpoint of the group: the ULP is
+ * asked (->lane_join) only once the lane has passed the checks its
+ * session would make of it, cookie, identity and parameters, since it
+ * may record the path as the session's: a lane refused after would
+ * leave a path that never joined (tern_target checks OPENs and unlinks
+ * against the session's paths).
+ */
 static struct tern_session *tern_server_join(struct tern_core_lane *cl,
-					     u64 id)
+					     u64 id,
+					     const struct tern_session_info *v)
 {
 	const struct tern_endpoint_ops *ops = cl->ep->ops;
+	const struct tern_wire_hello *h = &cl->hello_rx;
+	const char *identity = cl->auth ? h->identity : "";
 	struct tern_session *sess;
 	int err;
 
@@ -249,21 +269,29 @@ static struct tern_session *tern_server_join(struct tern_core_lane *cl,
 			tern_session_put(sess);
 		return NULL;
 	}
+	/* as tern_server_bind() checks the session it finds */
+	if (sess->cookie != le64_to_cpu(h->cookie) ||
+	    sess->peer_incarnation != le64_to_cpu(h->incarnation)) {
+		tern_session_put(sess);
+		tern_refuse(cl, -EPERM, "session cookie mismatch");
+		return ERR_PTR(-EPERM);
+	}
+	if (strcmp(sess->identity, identity)) {
+		tern_session_put(sess);
+		tern_refuse_auth(cl, -EPERM, "session of another identity");
+		return ERR_PTR(-EPERM);
+	}
+	if (!tern_info_same(&sess->info, v)) {
+		tern_session_put(sess);
+		tern_refuse(cl, -EINVAL, "lane parameters differ from session");
+		return ERR_PTR(-EINVAL);
+	}
 	err = ops && ops->lane_join ? ops->lane_join(sess, cl->ep) : -EPERM;
 	if (!err)
 		return sess;
 	tern_session_put(sess);
 	tern_refuse(cl, err, "the ULP refused a path into another port's session");
 	return ERR_PTR(err);
-}
-
-static bool tern_info_same(const struct tern_session_info *a,
-			   const struct tern_session_info *b)
-{
-	return a->nr_lanes == b->nr_lanes &&
-	       a->queue_depth == b->queue_depth &&
-	       a->max_data == b->max_data && a->max_front == b->max_front &&
-	       !tern_session_features_differ(a->features, b->features);
 }
 
 /*
@@ -406,7 +434,7 @@ static int tern_server_bind(struct tern_core_lane *cl,
 			return err;
 	}
 
-	joined = tern_server_join(cl, id);
+	joined = tern_server_join(cl, id, v);
 	if (IS_ERR(joined))
 		return 0;
 	mutex_lock(&ep->lock);

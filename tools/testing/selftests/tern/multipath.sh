@@ -24,7 +24,9 @@
 #  - the target's rules hold on every path: a path through a port the
 #    export is not linked to makes the map fail (EACCES) and leaves
 #    nothing; unlinking the export from a path's port ends the device's
-#    binding (EIO, state removed) although it was opened on another.
+#    binding (EIO, state removed) although it was opened on another;
+#    a path whose lanes the target refuses is not one of the session's,
+#    and unlinking the export from its port ends nothing.
 # Keepalives of 300 ms: a silent path is given up after 900 ms.
 
 . "$(dirname "$0")/ktap.sh"
@@ -39,6 +41,7 @@ SVC_A=7480		# port pa: $ADDR_A, on $LINK
 SVC_B=7481		# port pb: 127.0.0.1
 SVC_R=7482		# port pr: rdma on the first soft-RoCE address
 SVC_C=7483		# port pc: 127.0.0.1, the export not linked
+SVC_Q=7484		# port pq: 127.0.0.1, queue depth capped at 16
 KA_MS=300
 MOVE_MS=2000		# the issue's bound on moving I/O to another path
 RDMA_DEV=${TERN_RDMA_DEV0:-rxe0}
@@ -329,6 +332,35 @@ unlink_second() {
 	return $rc
 }
 
+# A path whose every lane is refused (its port caps the queue depth
+# below the session's: "lane parameters differ") never joins, so its port
+# is none of the session's: the export unlinked from it leaves the
+# binding, made through the first path, alone
+refused_path() {
+	local d mark n=0 rc=0
+	adm target port add pq "tcp://127.0.0.1:$SVC_Q" --max-queue-depth 16 &&
+		adm target link pq mp0 || return 1
+	mark=$(log_mark)
+	d=$(map_mp "tcp://$ADDR_A:$SVC_A/mp0" "tcp://127.0.0.1:$SVC_Q") ||
+		return 1
+	echo "$d" > "$WORK/dev"
+	for _ in $(seq 100); do
+		n=$(log_count "$mark" "lane parameters differ from session")
+		[ "$n" -gt 0 ] && break
+		sleep 0.1
+	done
+	echo "refused lanes logged: $n"
+	[ "$n" -gt 0 ] || rc=1
+	adm target unlink pq mp0 || rc=1
+	dd if="/dev/$d" of=/dev/null bs=4k count=1 skip=9 iflag=direct \
+		status=none || { echo "the read failed after the unlink"; rc=1; }
+	echo "state $(cat "/sys/block/$d/tern/state")"
+	[ "$(cat "/sys/block/$d/tern/state")" != removed ] || rc=1
+	adm unmap "$d" || rc=1
+	rm -f "$WORK/dev"
+	return $rc
+}
+
 teardown() {
 	local d p rc=0
 	for d in "$WORK/dev" "$WORK/rdev"; do
@@ -336,7 +368,7 @@ teardown() {
 			{ adm unmap "$(cat "$d")" || rc=1; }
 	done
 	rdma_ready 2>/dev/null && rdma_restore
-	for p in pa pb pr pc; do
+	for p in pa pb pr pc pq; do
 		[ -d "$CFG/ports/$p" ] || continue
 		echo 0 > "$CFG/ports/$p/enable"
 		rm -f "$CFG/ports/$p"/exports/*
@@ -365,7 +397,7 @@ if ! command -v fio > /dev/null; then
 	ktap_skip "fio is not installed (make deps)"
 	ktap_finish
 fi
-ktap_plan 16
+ktap_plan 17
 check "setup: an export on two TCP ports, one on a dummy link" setup
 check "map with two TCP paths: both live, failover, ternadm list shows them" \
 	map_tcp
@@ -396,5 +428,7 @@ check "a path through a port without the export: map refused (EACCES), nothing c
 	unlinked_port
 check "export unlinked from the second path's port: the binding ends (EIO, removed)" \
 	unlink_second
+check "a path whose lanes are refused never joins: an unlink from its port ends nothing" \
+	refused_path
 check "teardown, modules unload" teardown
 ktap_finish
