@@ -131,7 +131,7 @@ struct tern_tgt_port {
 	/* refuse lanes neither signed nor encrypted */
 	bool			require_integrity;
 	bool			enabled;	/* also read under tern_tgt_mutex */
-	struct tern_endpoint	*ep;
+	struct tern_endpoint	*ep;		/* set and cleared under tern_tgt_mutex */
 	struct tern_listener	*lis;
 };
 

@@ -76,8 +76,8 @@ bool tern_tgt_host_has_key(const char *name)
 
 /*
  * @name's key was set, cleared, replaced or removed (@what): close the
- * sessions that proved the old one on every enabled port and end the
- * host's bindings, proven or not. A first key ends bindings made without
+ * sessions that proved the old one on every port that listens, or is
+ * about to, and end the host's bindings, proven or not. A first key ends bindings made without
  * one: from now on the host must prove it, as a new OPEN would.
  */
 static void tern_tgt_host_revoke(const char *name, const char *what)
@@ -87,7 +87,7 @@ static void tern_tgt_host_revoke(const char *name, const char *what)
 
 	mutex_lock(&tern_tgt_mutex);
 	list_for_each_entry(port, &tern_tgt_ports, entry)
-		if (port->enabled)
+		if (port->ep)
 			lanes += tern_endpoint_close_identity(port->ep, name);
 	mutex_unlock(&tern_tgt_mutex);
 	pr_info("host %s: key %s, %u lanes closed, %u bindings ended\n",

@@ -750,21 +750,27 @@ static ssize_t tern_tgt_port_require_integrity_store(struct config_item *item,
 					&to_port(item)->require_integrity);
 }
 
-/* Caller holds port->lock. */
+/*
+ * Caller holds port->lock. port->ep is published and withdrawn under
+ * tern_tgt_mutex, where a host's key revocation looks for the ports'
+ * sessions (tern_tgt_host_revoke()).
+ */
 static void tern_tgt_port_disable(struct tern_tgt_port *port)
 {
+	struct tern_endpoint *ep = port->ep;
+
 	if (!port->enabled)
 		return;
 	mutex_lock(&tern_tgt_mutex);
 	WRITE_ONCE(port->enabled, false);
+	port->ep = NULL;
 	mutex_unlock(&tern_tgt_mutex);
 	/* after enabled: no watch is held for the port from here on */
 	tern_tgt_watch_port_gone(port);
 	/* closes every session of the port, waits for their requests */
 	tern_listener_stop(port->lis);
-	tern_endpoint_destroy(port->ep);
+	tern_endpoint_destroy(ep);
 	port->lis = NULL;
-	port->ep = NULL;
 	pr_info("port %s disabled\n", config_item_name(&port->group.cg_item));
 }
 
@@ -800,14 +806,20 @@ static int tern_tgt_port_enable(struct tern_tgt_port *port)
 	ep = tern_tgt_endpoint_create(port);
 	if (IS_ERR(ep))
 		return PTR_ERR(ep);
+	/* before it listens: a key revoked from now on finds its sessions */
+	mutex_lock(&tern_tgt_mutex);
+	port->ep = ep;
+	mutex_unlock(&tern_tgt_mutex);
 	lis = tern_listen(ep, uri);
 	if (IS_ERR(lis)) {
 		pr_err("port %s: cannot listen on %s (%ld)\n", name, uri,
 		       PTR_ERR(lis));
+		mutex_lock(&tern_tgt_mutex);
+		port->ep = NULL;
+		mutex_unlock(&tern_tgt_mutex);
 		tern_endpoint_destroy(ep);
 		return PTR_ERR(lis);
 	}
-	port->ep = ep;
 	port->lis = lis;
 	mutex_lock(&tern_tgt_mutex);
 	WRITE_ONCE(port->enabled, true);
