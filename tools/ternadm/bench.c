@@ -218,6 +218,8 @@ enum {
 	OPT_JSON,
 };
 
+#define NR_RUN_OPTS	(OPT_JSON - OPT_SESSIONS + 1)
+
 static const struct option run_opts[] = {
 	{ "sessions",	required_argument, NULL, OPT_SESSIONS },
 	{ "lanes",	required_argument, NULL, OPT_LANES },
@@ -247,7 +249,7 @@ static int run_parse(int argc, char **argv, struct tern_bench_run *p,
 		     bool *json)
 {
 	bool have_time = false, have_count = false, have_off = false;
-	bool seen[OPT_JSON - OPT_SESSIONS + 1] = { false };
+	bool seen[NR_RUN_OPTS] = { false };
 	u64 v;
 	int c, i;
 
@@ -263,15 +265,9 @@ static int run_parse(int argc, char **argv, struct tern_bench_run *p,
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", run_opts, NULL)) != -1) {
-		/* as map: an option given twice is a mistake, not "last wins" */
-		if (c >= OPT_SESSIONS && c <= OPT_JSON) {
-			if (seen[c - OPT_SESSIONS]) {
-				ternadm_err("bench run: option --%s given twice",
-					    run_opts[c - OPT_SESSIONS].name);
-				return EXIT_USAGE;
-			}
-			seen[c - OPT_SESSIONS] = true;
-		}
+		if (opt_once("bench run", run_opts, OPT_SESSIONS,
+			     NR_RUN_OPTS, c, seen))
+			return EXIT_USAGE;
 		switch (c) {
 		case OPT_SESSIONS:
 			if (parse_u64(optarg, 1, TERN_BENCH_MAX_SESSIONS, &v))

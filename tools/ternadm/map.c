@@ -206,14 +206,10 @@ static int map_getopt(int argc, char **argv, struct map_args *a)
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", map_opts, NULL)) != -1) {
-		if (c >= OPT_LANES && c < OPT_END && c != OPT_PATH) {
-			if (seen[c - OPT_LANES]) {
-				ternadm_err("map: option --%s given twice",
-					    map_opts[c - OPT_LANES].name);
-				return EXIT_USAGE;
-			}
-			seen[c - OPT_LANES] = true;
-		}
+		/* --path alone may come again, once per path */
+		if (c != OPT_PATH &&
+		    opt_once("map", map_opts, OPT_LANES, NR_MAP_OPTS, c, seen))
+			return EXIT_USAGE;
 		switch (c) {
 		case OPT_LANES:
 			if (parse_u64(optarg, 1, TERN_WIRE_MAX_LANES, &a->lanes))

@@ -87,6 +87,9 @@ bool valid_name(const char *s);
 #define UUID_LEN	36
 bool valid_uuid(const char *s);
 int bad_option(const char *cmd, char **argv);
+struct option;
+int opt_once(const char *cmd, const struct option *opts, int first,
+	     int count, int c, bool *seen);
 
 /* A parsed SCHEME://HOST[:PORT][/PATH]. */
 struct tern_uri {

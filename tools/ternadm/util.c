@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <string.h>
 #include <unistd.h>
 #include "ternadm.h"
@@ -109,6 +110,26 @@ int bad_option(const char *cmd, char **argv)
 	else
 		ternadm_err("%s: unknown option '%s'", cmd, argv[optind - 1]);
 	return EXIT_USAGE;
+}
+
+/*
+ * getopt_long() returned @c for @cmd, whose @count options have the
+ * values @first on, in @opts' order: an option given twice is a mistake,
+ * not "the last one wins". @seen: @count flags, false at first.
+ * Return: EXIT_OK, or EXIT_USAGE after saying so.
+ */
+int opt_once(const char *cmd, const struct option *opts, int first,
+	     int count, int c, bool *seen)
+{
+	if (c < first || c >= first + count)
+		return EXIT_OK;
+	if (seen[c - first]) {
+		ternadm_err("%s: option --%s given twice", cmd,
+			    opts[c - first].name);
+		return EXIT_USAGE;
+	}
+	seen[c - first] = true;
+	return EXIT_OK;
 }
 
 /* What the kernel accepts as an export, port or host name: NAME_RULE. */
