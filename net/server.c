@@ -226,14 +226,6 @@ static struct tern_session *tern_server_find_locked(struct tern_endpoint *ep,
 	return NULL;
 }
 
-/*
- * A lane that arrived at its endpoint for a session of another endpoint
- * of the group: the ULP decides, without ep->lock (it may take its own
- * locks, which it holds around calls into the core). Return: the
- * session, referenced, if the lane may join one of another endpoint;
- * NULL if the session is not there or is the endpoint's own; an
- * ERR_PTR once the lane is refused.
- */
 static bool tern_info_same(const struct tern_session_info *a,
 			   const struct tern_session_info *b)
 {
@@ -244,21 +236,56 @@ static bool tern_info_same(const struct tern_session_info *a,
 }
 
 /*
- * A lane for a session of another endpoint of the group: the ULP is
- * asked (->lane_join) only once the lane has passed the checks its
- * session would make of it, cookie, identity and parameters, since it
- * may record the path as the session's: a lane refused after would
- * leave a path that never joined (tern_target checks OPENs and unlinks
- * against the session's paths).
+ * Whether @cl may join @sess, the session its HELLO names: the same
+ * cookie and incarnation, the identity it proved (none if it proved
+ * none), the same negotiated values @v. Return: 0, or the status to
+ * refuse it with and in @why the reason; @auth: the identity is the
+ * misfit (tern_refuse_auth(), which takes ep->lock).
+ */
+static int tern_lane_misfit(const struct tern_core_lane *cl,
+			    const struct tern_session *sess,
+			    const struct tern_session_info *v,
+			    const char **why, bool *auth)
+{
+	const struct tern_wire_hello *h = &cl->hello_rx;
+
+	*auth = false;
+	if (sess->cookie != le64_to_cpu(h->cookie) ||
+	    sess->peer_incarnation != le64_to_cpu(h->incarnation)) {
+		*why = "session cookie mismatch";
+		return -EPERM;
+	}
+	if (strcmp(sess->identity, cl->auth ? h->identity : "")) {
+		*why = "session of another identity";
+		*auth = true;
+		return -EPERM;
+	}
+	if (!tern_info_same(&sess->info, v)) {
+		*why = "lane parameters differ from session";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * A lane that arrived at its endpoint for a session of another endpoint
+ * of the group: the ULP decides, without ep->lock (it may take its own
+ * locks, which it holds around calls into the core), and only once the
+ * lane fits the session (tern_lane_misfit()): it may record the path as
+ * the session's, and a lane refused after would leave a path that never
+ * joined (tern_target checks OPENs and unlinks against them). Return:
+ * the session, referenced, if the lane may join one of another
+ * endpoint; NULL if the session is not there or is the endpoint's own;
+ * an ERR_PTR once the lane is refused.
  */
 static struct tern_session *tern_server_join(struct tern_core_lane *cl,
 					     u64 id,
 					     const struct tern_session_info *v)
 {
 	const struct tern_endpoint_ops *ops = cl->ep->ops;
-	const struct tern_wire_hello *h = &cl->hello_rx;
-	const char *identity = cl->auth ? h->identity : "";
 	struct tern_session *sess;
+	const char *why;
+	bool auth;
 	int err;
 
 	if (!cl->ep->group)
@@ -269,22 +296,14 @@ static struct tern_session *tern_server_join(struct tern_core_lane *cl,
 			tern_session_put(sess);
 		return NULL;
 	}
-	/* as tern_server_bind() checks the session it finds */
-	if (sess->cookie != le64_to_cpu(h->cookie) ||
-	    sess->peer_incarnation != le64_to_cpu(h->incarnation)) {
+	err = tern_lane_misfit(cl, sess, v, &why, &auth);
+	if (err) {
 		tern_session_put(sess);
-		tern_refuse(cl, -EPERM, "session cookie mismatch");
-		return ERR_PTR(-EPERM);
-	}
-	if (strcmp(sess->identity, identity)) {
-		tern_session_put(sess);
-		tern_refuse_auth(cl, -EPERM, "session of another identity");
-		return ERR_PTR(-EPERM);
-	}
-	if (!tern_info_same(&sess->info, v)) {
-		tern_session_put(sess);
-		tern_refuse(cl, -EINVAL, "lane parameters differ from session");
-		return ERR_PTR(-EINVAL);
+		if (auth)
+			tern_refuse_auth(cl, err, why);
+		else
+			tern_refuse(cl, err, why);
+		return ERR_PTR(err);
 	}
 	err = ops && ops->lane_join ? ops->lane_join(sess, cl->ep) : -EPERM;
 	if (!err)
@@ -399,9 +418,10 @@ static int tern_server_bind(struct tern_core_lane *cl,
 	struct tern_endpoint *ep = cl->ep;
 	struct tern_core_lane *old = NULL;
 	unsigned int lane_idx, ka_ms, cap;
-	bool rejoin = false, dying;
+	bool rejoin = false, dying, auth;
 	struct tern_session *sess, *joined;
 	u64 id, cookie, inc;
+	const char *why;
 	int err;
 
 	id = le64_to_cpu(h->session_id);
@@ -449,20 +469,15 @@ static int tern_server_bind(struct tern_core_lane *cl,
 		tern_refuse(cl, -EAGAIN, "session changed under a path's join");
 		goto refused;
 	}
-	if (sess && (sess->cookie != cookie ||
-		     sess->peer_incarnation != inc)) {
-		tern_refuse(cl, -EPERM, "session cookie mismatch");
-		goto refused;
-	}
-	/* a lane joins only a session of the identity it proved, if any */
-	if (sess && strcmp(sess->identity, identity)) {
+	err = sess ? tern_lane_misfit(cl, sess, v, &why, &auth) : 0;
+	if (err && auth) {
 		mutex_unlock(&ep->lock);	/* tern_refuse_auth() takes it */
 		tern_session_put(sess);
-		tern_refuse_auth(cl, -EPERM, "session of another identity");
+		tern_refuse_auth(cl, err, why);
 		goto out;
 	}
-	if (sess && !tern_info_same(&sess->info, v)) {
-		tern_refuse(cl, -EINVAL, "lane parameters differ from session");
+	if (err) {
+		tern_refuse(cl, err, why);
 		goto refused;
 	}
 	/*
