@@ -77,8 +77,9 @@ bool tern_tgt_host_has_key(const char *name)
 /*
  * @name's key was set, cleared, replaced or removed (@what): close the
  * sessions that proved the old one on every port that listens, or is
- * about to, and end the host's bindings, proven or not. A first key ends bindings made without
- * one: from now on the host must prove it, as a new OPEN would.
+ * about to, and end the host's bindings, proven or not. A first key
+ * ends bindings made without one: from now on the host must prove it,
+ * as a new OPEN would.
  */
 static void tern_tgt_host_revoke(const char *name, const char *what)
 {
